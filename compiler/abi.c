@@ -1,0 +1,102 @@
+#include "abi.h"
+
+#include <string.h>
+
+static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks, int *docs) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->tensor) tensors[in->tensor->index] = 1;
+    if (in->op == OP_PARAMVAL) params[in->param->index] = 1;
+    if (in->op == OP_FOR) *chunks = *docs = 1;
+    if (in->op == OP_VALID) *chunks = 1;
+    for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+      if (in->index[j].kind == IX_CHUNK) *chunks = 1;
+    if (in->body) scan_block(in->body, tensors, params, chunks, docs);
+  }
+}
+
+static KernelArg *push(KernelAbi *abi) {
+  CAKE_ASSERT(abi->nargs < (int)(sizeof abi->args / sizeof abi->args[0]));
+  KernelArg *a = &abi->args[abi->nargs++];
+  memset(a, 0, sizeof *a);
+  return a;
+}
+
+void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
+  memset(abi, 0, sizeof *abi);
+  int tensors[256] = {0}, params[256] = {0}, chunks = 0, docs = 0;
+  CAKE_ASSERT(p->ntensors <= 256 && p->nparams <= 256);
+  scan_block(&k->body, tensors, params, &chunks, &docs);
+  for (int i = 0; i < k->naxes; i++) {
+    if (k->axes[i].kind == GA_CHUNKS) chunks = 1;
+    if (k->axes[i].kind == GA_DOCS) docs = 1;
+  }
+  for (int i = 0; i < p->ntensors; i++) {
+    if (!tensors[i]) continue;
+    const CirTensor *t = p->tensors[i];
+    KernelArg *a = push(abi);
+    a->what = ARG_TENSOR;
+    a->kind = t->role == ROLE_TEMP ? "workspace" : t->role == ROLE_SAVE ? "saved" : "buffer";
+    a->name = t->name;
+    a->dtype = t->dtype;
+    a->tensor = t;
+  }
+  if (chunks) {
+    KernelArg *a = push(abi);
+    a->what = ARG_CHUNK_TABLE;
+    a->kind = "workspace";
+    a->name = "chunk_table";
+    a->dtype = DT_I32;
+  }
+  if (docs) {
+    KernelArg *a = push(abi);
+    a->what = ARG_DOC_TABLE;
+    a->kind = "workspace";
+    a->name = "doc_table";
+    a->dtype = DT_I32;
+  }
+  for (int i = 0; i < p->ndims; i++) {
+    KernelArg *a = push(abi);
+    a->what = ARG_DIM;
+    a->kind = "parameter";
+    a->name = p->dims[i].name;
+    a->dtype = DT_I32;
+    a->dim = i;
+  }
+  if (chunks) {
+    KernelArg *a = push(abi);
+    a->what = ARG_NCHUNKS;
+    a->kind = "parameter";
+    a->name = "nchunks";
+    a->dtype = DT_I32;
+  }
+  for (int i = 0; i < p->nparams; i++) {
+    if (!params[i]) continue;
+    KernelArg *a = push(abi);
+    a->what = ARG_PARAM;
+    a->kind = "parameter";
+    a->name = p->params[i]->name;
+    a->dtype = p->params[i]->dtype;
+    a->param = p->params[i];
+  }
+  /* Grid: the chunk or docs axis (the one that can be large) goes on x, whose
+   * limit is 2^31 - 1; the others keep their order on y and z (limit 65535). */
+  int order[3], n = 0;
+  for (int i = 0; i < k->naxes; i++)
+    if (k->axes[i].kind != GA_RANGE) order[n++] = i;
+  for (int i = 0; i < k->naxes; i++)
+    if (k->axes[i].kind == GA_RANGE) order[n++] = i;
+  for (int i = 0; i < 3; i++) abi->grid_axis_of_dim[i] = i < n ? order[i] : -1;
+}
+
+int abi_find(const KernelAbi *abi, ArgWhat what, const void *ptr, int dim) {
+  for (int i = 0; i < abi->nargs; i++) {
+    const KernelArg *a = &abi->args[i];
+    if (a->what != what) continue;
+    if (what == ARG_TENSOR && a->tensor != ptr) continue;
+    if (what == ARG_PARAM && a->param != ptr) continue;
+    if (what == ARG_DIM && a->dim != dim) continue;
+    return i;
+  }
+  return -1;
+}

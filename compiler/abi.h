@@ -1,0 +1,43 @@
+/* abi.h - the argument plan of a kernel: what the runtime passes, in order.
+ *
+ * Contract: cir_kernel_abi() is the single source of the parameter list; the
+ * lowering builds the kernel signature from it and the package manifest
+ * records it, so the two cannot drift apart. Order: the tensors the kernel
+ * touches (program order), the plan tables it needs, every program dim (i32),
+ * the chunk count when it reads the chunk table, the scalar params it reads.
+ */
+#ifndef CAKE_ABI_H
+#define CAKE_ABI_H
+
+#include "cir.h"
+
+typedef enum {
+  ARG_TENSOR,      /* a program tensor: kind buffer (in/out), workspace (temp) or saved (save) */
+  ARG_CHUNK_TABLE, /* i32 [nchunks, 4]: start token, end token, doc, 0 */
+  ARG_DOC_TABLE,   /* i32 [N + 1]: first chunk of each document */
+  ARG_DIM,         /* i32 value of a program dim */
+  ARG_NCHUNKS,     /* i32 number of chunks */
+  ARG_PARAM,       /* a scalar parameter */
+} ArgWhat;
+
+typedef struct KernelArg {
+  ArgWhat what;
+  const char *kind; /* "buffer", "workspace", "saved", "parameter" */
+  const char *name;
+  DType dtype;
+  const CirTensor *tensor;
+  int dim;
+  const CirParam *param;
+} KernelArg;
+
+typedef struct KernelAbi {
+  KernelArg args[64];
+  int nargs;
+  int grid_axis_of_dim[3]; /* grid dimension (x=0, y=1, z=2) -> kernel axis index */
+} KernelAbi;
+
+void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi);
+/* Index of the arg with this `what` (and tensor/dim/param), or -1. */
+int abi_find(const KernelAbi *abi, ArgWhat what, const void *ptr, int dim);
+
+#endif

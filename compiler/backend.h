@@ -1,0 +1,58 @@
+/* backend.h - what the compiler needs from code generation.
+ *
+ * Contract: declared here, implemented by lowering/ (dependency inversion:
+ * the compiler layer never includes lowering headers). A backend turns one
+ * CIR kernel into MLIR, LLVM IR, PTX and a cubin for one target, and packs
+ * the cubins and PTX of one kernel into a fatbin. Errors are diagnostics.
+ */
+#ifndef CAKE_BACKEND_H
+#define CAKE_BACKEND_H
+
+#include "abi.h"
+#include "cir.h"
+
+typedef enum {
+  EMIT_AST,
+  EMIT_CIR,
+  EMIT_MLIR,
+  EMIT_LLVM,
+  EMIT_PTX,
+  EMIT_CUBIN,
+  EMIT_FATBIN,
+  EMIT_PACKAGE,
+} EmitKind;
+
+typedef struct KernelBinary {
+  const char *target;     /* "sm_90a", ... */
+  const char *ptx_target; /* the PTX target LLVM used ("sm_100f" for sm_107a) */
+  char *symbol;
+  char *mlir;             /* the kernel's MLIR as built (EMIT_MLIR) */
+  char *llvm;             /* optimised LLVM IR (EMIT_LLVM) */
+  char *ptx;
+  unsigned char *cubin;   /* NULL when this ptxas cannot target `target` */
+  size_t cubin_len;
+  int shared_bytes;       /* dynamic shared memory the kernel needs */
+  int registers, spill_bytes, stack_bytes; /* from ptxas -v */
+  char *note;             /* e.g. why there is no cubin */
+} KernelBinary;
+
+typedef struct Backend Backend;
+
+/* cuda_root: where bin/ptxas and bin/fatbinary are. NULL on failure (diagnosed). */
+Backend *backend_create(Diag *diag, const char *cuda_root);
+void backend_destroy(Backend *be);
+
+/* Lower `k` for `target` as far as `stop` (MLIR, LLVM, PTX or CUBIN and beyond). */
+int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
+                    const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
+                    KernelBinary *out);
+
+/* One fatbin holding every cubin of `bins` and the PTX of those without one. */
+int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, unsigned char **out, size_t *len);
+
+void kernel_binary_free(KernelBinary *kb);
+
+/* The targets the backend knows, and the PTX target LLVM uses for each. */
+const char *backend_ptx_target(const char *target);
+
+#endif

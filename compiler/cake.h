@@ -1,0 +1,53 @@
+/* cake.h - the Cake compiler as a library (the public API).
+ *
+ * A host program compiles .cake specs, given as files or as strings, into
+ * a package directory (manifest.json + cubins, PTX, fatbins) or into one of
+ * the intermediate forms as text. Nothing is printed and nothing exits:
+ * diagnostics and emitted text come back in the result.
+ *
+ *   cake_source src = {"my.cake", NULL};        // NULL text: read the file
+ *   cake_options opt = {.emit = "package", .output = "out/pkg"};
+ *   cake_result *r;
+ *   if (cake_compile(&src, 1, &opt, &r) != 0) fputs(cake_result_diagnostics(r), stderr);
+ *   cake_result_free(r);
+ */
+#ifndef CAKE_H
+#define CAKE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cake_source {
+  const char *name; /* shown in diagnostics; the file to read when text is NULL */
+  const char *text; /* the spec itself, or NULL */
+} cake_source;
+
+typedef struct cake_options {
+  const char *emit;      /* "package" (default), "ast", "cir", "mlir", "llvm", "ptx", "cubin", "fatbin" */
+  const char *archs;     /* comma-separated targets; NULL: "sm_90a,sm_100a,sm_103a,sm_107a" */
+  const char *output;    /* directory for package, cubin and fatbin; unused for text */
+  int max_errors;        /* 0: 20 */
+  const char *cuda_root; /* NULL: $CAKE_CUDA_ROOT, else /usr/local/cuda */
+} cake_options;
+
+typedef struct cake_result cake_result;
+
+/* Returns 0 on success, 1 when the specs have errors, 2 for bad options or
+ * I/O failures. *out is always set and must be freed. */
+int cake_compile(const cake_source *sources, int nsources, const cake_options *opt, cake_result **out);
+
+const char *cake_result_diagnostics(const cake_result *r); /* "" when clean */
+const char *cake_result_text(const cake_result *r);        /* the emitted text, for text emits */
+const char *cake_result_notes(const cake_result *r);       /* informational messages (e.g. sm_107a) */
+int cake_result_error_count(const cake_result *r);
+void cake_result_free(cake_result *r);
+
+const char *cake_version(void);
+const char *cake_default_archs(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

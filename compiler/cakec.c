@@ -1,0 +1,74 @@
+/* cakec.c - the command-line driver, a thin layer over cake_compile(). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cake.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: cakec [options] SPEC.cake...\n"
+          "  --emit=KIND    ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package)\n"
+          "  --arch=LIST    comma-separated targets (default: %s)\n"
+          "  -o PATH        output directory (package, cubin, fatbin) or file (text forms; default stdout)\n"
+          "  --max-errors=N stop reporting after N errors (default 20)\n"
+          "  --version      print the compiler version\n",
+          cake_default_archs());
+}
+
+int main(int argc, char **argv) {
+  cake_options opt = {0};
+  const char *out = NULL;
+  cake_source *srcs = calloc((size_t)argc, sizeof *srcs);
+  int n = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strncmp(a, "--emit=", 7)) opt.emit = a + 7;
+    else if (!strncmp(a, "--arch=", 7)) opt.archs = a + 7;
+    else if (!strncmp(a, "--max-errors=", 13)) opt.max_errors = atoi(a + 13);
+    else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
+    else if (!strcmp(a, "--version")) {
+      printf("%s\n", cake_version());
+      free(srcs);
+      return 0;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      free(srcs);
+      return 0;
+    } else if (a[0] == '-') {
+      fprintf(stderr, "cakec: error: unknown option '%s'\n", a);
+      usage(stderr);
+      free(srcs);
+      return 2;
+    } else {
+      srcs[n].name = a;
+      srcs[n].text = NULL;
+      n++;
+    }
+  }
+  if (n == 0) {
+    usage(stderr);
+    free(srcs);
+    return 2;
+  }
+  int text_emit = opt.emit && (!strcmp(opt.emit, "ast") || !strcmp(opt.emit, "cir") || !strcmp(opt.emit, "mlir") ||
+                               !strcmp(opt.emit, "llvm") || !strcmp(opt.emit, "ptx"));
+  if (!text_emit) opt.output = out;
+  cake_result *r;
+  int rc = cake_compile(srcs, n, &opt, &r);
+  fputs(cake_result_diagnostics(r), stderr);
+  fputs(cake_result_notes(r), stderr);
+  if (rc == 0 && text_emit) {
+    FILE *f = out ? fopen(out, "wb") : stdout;
+    if (!f) {
+      fprintf(stderr, "cakec: error: cannot write '%s'\n", out);
+      rc = 2;
+    } else {
+      fputs(cake_result_text(r), f);
+      if (out) fclose(f);
+    }
+  }
+  cake_result_free(r);
+  free(srcs);
+  return rc;
+}

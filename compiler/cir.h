@@ -1,0 +1,153 @@
+/* cir.h - CIR, the chunked-attention IR.
+ *
+ * Contract: a CirProgram is what semantic analysis (sema.c) makes of a .cake
+ * program: symbolic dims, tensors with roles, runtime parameters, kernels
+ * (stages) with grids and bodies of SSA tile values, and entries (ordered
+ * kernel sequences). Every instruction has a fully known type: a dtype and a
+ * static shape of rank 0, 1 or 2. Everything lives in one Arena.
+ * cir_dump() is the textual form (cakec --emit=cir); it is also what the
+ * kernel digests hash, so it must print everything that affects codegen.
+ */
+#ifndef CAKE_CIR_H
+#define CAKE_CIR_H
+
+#include "ast.h"
+#include "ops.h"
+
+enum { CIR_MAX_RANK = 2, CIR_MAX_TENSOR_RANK = 6, CIR_MAX_AXES = 3 };
+
+typedef struct CirType {
+  DType dt;
+  int rank;
+  int shape[CIR_MAX_RANK];
+} CirType;
+
+/* A symbolic dimension bound at plan time. */
+typedef enum { DIM_USER, DIM_TOKENS, DIM_DOCS } DimRole;
+typedef struct CirDim {
+  const char *name;
+  DimRole role;
+  Loc loc;
+} CirDim;
+
+/* One axis extent of a tensor: a constant or a symbolic dim. */
+typedef struct CirExtent {
+  int sym;   /* index into CirProgram.dims, or -1 */
+  long long value; /* when sym < 0 */
+} CirExtent;
+
+typedef struct CirTensor {
+  const char *name;
+  Role role;
+  DType dtype;
+  int rank;
+  CirExtent shape[CIR_MAX_TENSOR_RANK];
+  int optional;
+  Loc loc;
+  int index;
+} CirTensor;
+
+typedef struct CirParam {
+  const char *name;
+  DType dtype;
+  int has_default;
+  double def;
+  Loc loc;
+  int index;
+} CirParam;
+
+typedef enum { GA_CHUNKS, GA_DOCS, GA_RANGE } GridKind;
+typedef struct CirAxis {
+  const char *var;
+  GridKind kind;
+  CirExtent extent; /* GA_RANGE: number of grid points */
+  int block;        /* GA_RANGE over `X / B`: B (window block size); 0 = plain index */
+  Loc loc;
+} CirAxis;
+
+/* How one tensor axis is indexed in a load/store window. */
+typedef enum { IX_FULL, IX_CHUNK, IX_BLOCK, IX_SCALAR } IndexKind;
+typedef struct CirIndex {
+  IndexKind kind;
+  struct CirInst *v; /* IX_CHUNK: chunk index; IX_BLOCK: block index; IX_SCALAR: i32 value */
+  int size;          /* extent of the selected window along this axis (IX_FULL/IX_CHUNK/IX_BLOCK) */
+} CirIndex;
+
+typedef struct CirBlock CirBlock;
+
+typedef struct CirInst {
+  CirOp op;
+  int id;
+  CirType ty;
+  Loc loc;
+  struct CirInst **args;
+  int nargs;
+  int axis;    /* REDUCE, SCAN, EXPAND, PICK: axis; GRIDVAR: grid axis; CARRY/FORRES: slot */
+  long long ival; /* CONST (integer), TRIL/TRIU diagonal, PICK position */
+  double fval; /* CONST */
+  int is_int;  /* CONST: an integer literal */
+  CirTensor *tensor;        /* LOAD, STORE */
+  CirIndex index[CIR_MAX_TENSOR_RANK];
+  CirParam *param;          /* PARAMVAL */
+  int dim;                  /* DIMVAL: index into dims */
+  CirBlock *body;           /* FOR */
+  int reverse;              /* FOR */
+  struct CirInst *parent;   /* CARRY, CHUNKVAR, YIELD: their FOR; FORRES: its FOR */
+  int nuses;
+} CirInst;
+
+struct CirBlock {
+  CirInst **insts;
+  int len, cap;
+};
+
+typedef struct CirKernel {
+  const char *name;
+  Loc loc;
+  CirAxis axes[CIR_MAX_AXES];
+  int naxes;
+  int threads;
+  CirBlock body;
+  int index;
+} CirKernel;
+
+typedef struct CirEntry {
+  const char *name;
+  Loc loc;
+  CirKernel **stages;
+  int nstages;
+} CirEntry;
+
+typedef struct CirProgram {
+  const char *name;
+  const Source *src;
+  CirDim *dims;
+  int ndims;
+  int tokens_dim, docs_dim; /* -1 if absent */
+  int chunk;                /* chunk size; 0 if there is no sequence */
+  CirTensor **tensors;
+  int ntensors;
+  CirParam **params;
+  int nparams;
+  CirKernel **kernels;
+  int nkernels;
+  CirEntry **entries;
+  int nentries;
+  int next_id;
+} CirProgram;
+
+/* Build CIR from a parsed program. NULL when errors were reported. */
+CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast);
+
+CirInst *cir_inst_new(Arena *a, CirProgram *p, CirOp op, CirType ty, Loc loc, int nargs);
+void cir_block_push(Arena *a, CirBlock *b, CirInst *inst);
+
+void cir_dump(Buf *out, const CirProgram *p);
+void cir_dump_kernel(Buf *out, const CirProgram *p, const CirKernel *k);
+void cir_type_str(char *buf, size_t n, CirType t);
+void cir_extent_str(char *buf, size_t n, const CirProgram *p, CirExtent e);
+
+/* Pass: recount uses of every instruction (nuses). */
+void cir_count_uses(CirKernel *k);
+
+#endif

@@ -1,0 +1,511 @@
+/* driver.c - cake_compile(): front end, code generation per kernel and
+ * target, and the package (manifest.json + binaries, each pinned by sha256).
+ *
+ * Reproducibility: the manifest and every file name are functions of the
+ * specs' text, the options and the compiler version only. Kernel names are
+ * <program>_<stage>_<digest>, the digest being the first 20 hex digits of
+ * the sha256 of the kernel's CIR (with the program's declarations), the
+ * target, the code generation options and the compiler version. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+
+#include "abi.h"
+#include "backend.h"
+#include "cake.h"
+#include "cir.h"
+
+#define CAKE_VERSION "0.1.0"
+#define CAKE_CODEGEN_OPTIONS "O3 ptx88 mma.sync.m16n8k16 threads-per-kernel"
+
+struct cake_result {
+  char *diagnostics;
+  char *text;
+  char *notes;
+  int errors;
+};
+
+const char *cake_version(void) { return "cakec " CAKE_VERSION " (LLVM/MLIR 22)"; }
+const char *cake_default_archs(void) { return "sm_90a,sm_100a,sm_103a,sm_107a"; }
+const char *cake_result_diagnostics(const cake_result *r) { return r->diagnostics ? r->diagnostics : ""; }
+const char *cake_result_text(const cake_result *r) { return r->text ? r->text : ""; }
+const char *cake_result_notes(const cake_result *r) { return r->notes ? r->notes : ""; }
+int cake_result_error_count(const cake_result *r) { return r->errors; }
+void cake_result_free(cake_result *r) {
+  if (!r) return;
+  free(r->diagnostics);
+  free(r->text);
+  free(r->notes);
+  free(r);
+}
+
+static void sha256_hex(const void *data, size_t n, char out[65]) {
+  unsigned char md[32];
+  unsigned int len = 0;
+  EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
+  for (int i = 0; i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
+  out[64] = 0;
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+typedef struct Compilation {
+  Arena arena;
+  Diag diag;
+  const cake_options *opt;
+  EmitKind emit;
+  const char *archs[8];
+  int narchs;
+  Buf text, notes;
+  Backend *be;
+  cJSON *files; /* [{path, sha256}] */
+} Compilation;
+
+static int parse_emit(const char *s, EmitKind *out) {
+  static const struct { const char *name; EmitKind k; } kinds[] = {
+      {"ast", EMIT_AST}, {"cir", EMIT_CIR}, {"mlir", EMIT_MLIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
+      {"cubin", EMIT_CUBIN}, {"fatbin", EMIT_FATBIN}, {"package", EMIT_PACKAGE},
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (!strcmp(kinds[i].name, s)) {
+      *out = kinds[i].k;
+      return 0;
+    }
+  return -1;
+}
+
+static int parse_archs(Compilation *c, const char *list) {
+  char *copy = arena_strdup(&c->arena, list);
+  for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+    if (!backend_ptx_target(tok)) {
+      diag_plain(&c->diag, "unknown target '%s' in --arch (known: %s)", tok, cake_default_archs());
+      return -1;
+    }
+    for (int i = 0; i < c->narchs; i++)
+      if (!strcmp(c->archs[i], tok)) {
+        diag_plain(&c->diag, "target '%s' is listed twice in --arch", tok);
+        return -1;
+      }
+    if (c->narchs == 8) {
+      diag_plain(&c->diag, "too many targets in --arch");
+      return -1;
+    }
+    c->archs[c->narchs++] = tok;
+  }
+  if (!c->narchs) {
+    diag_plain(&c->diag, "--arch names no target");
+    return -1;
+  }
+  return 0;
+}
+
+static char *read_source(Compilation *c, const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    diag_plain(&c->diag, "cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
+  Buf b;
+  buf_init(&b);
+  char tmp[65536];
+  size_t n;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) buf_put(&b, tmp, n);
+  fclose(f);
+  *len = b.len;
+  char *s = arena_strndup(&c->arena, b.data ? b.data : "", b.len);
+  buf_free(&b);
+  return s;
+}
+
+static int ensure_dir(Compilation *c, const char *dir) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(tmp, 0755);
+      *p = '/';
+    }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+    diag_plain(&c->diag, "cannot create directory '%s': %s", dir, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int write_out(Compilation *c, const char *name, const void *data, size_t n) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", c->opt->output, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+    diag_plain(&c->diag, "cannot write '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  char hex[65];
+  sha256_hex(data, n, hex);
+  cJSON *e = cJSON_CreateObject();
+  cJSON_AddStringToObject(e, "path", name);
+  cJSON_AddStringToObject(e, "sha256", hex);
+  cJSON_AddNumberToObject(e, "bytes", (double)n);
+  cJSON_AddItemToArray(c->files, e);
+  return 0;
+}
+
+/* ---- manifest pieces ---- */
+
+static cJSON *extent_json(const CirProgram *p, CirExtent e) {
+  if (e.sym >= 0) return cJSON_CreateString(p->dims[e.sym].name);
+  return cJSON_CreateNumber((double)e.value);
+}
+
+static cJSON *shape_json(const CirProgram *p, const CirTensor *t) {
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < t->rank; i++) cJSON_AddItemToArray(a, extent_json(p, t->shape[i]));
+  return a;
+}
+
+static cJSON *arg_json(const CirProgram *p, const KernelArg *a) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "kind", a->kind);
+  cJSON_AddStringToObject(o, "name", a->name);
+  cJSON_AddStringToObject(o, "dtype", dtype_name(a->dtype));
+  if (a->what == ARG_TENSOR) {
+    cJSON_AddItemToObject(o, "shape", shape_json(p, a->tensor));
+  } else if (a->what == ARG_CHUNK_TABLE) {
+    cJSON *s = cJSON_CreateArray();
+    cJSON_AddItemToArray(s, cJSON_CreateString("nchunks"));
+    cJSON_AddItemToArray(s, cJSON_CreateNumber(4));
+    cJSON_AddItemToObject(o, "shape", s);
+  } else if (a->what == ARG_DOC_TABLE) {
+    cJSON *s = cJSON_CreateArray();
+    cJSON_AddItemToArray(s, cJSON_CreateString("docs+1"));
+    cJSON_AddItemToObject(o, "shape", s);
+  }
+  return o;
+}
+
+static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi *abi) {
+  cJSON *g = cJSON_CreateArray();
+  static const char *const dims[] = {"x", "y", "z"};
+  for (int d = 0; d < 3; d++) {
+    int ax = abi->grid_axis_of_dim[d];
+    if (ax < 0) break;
+    const CirAxis *a = &k->axes[ax];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "dim", dims[d]);
+    cJSON_AddStringToObject(o, "axis", a->var);
+    if (a->kind == GA_CHUNKS) cJSON_AddStringToObject(o, "kind", "chunks");
+    else if (a->kind == GA_DOCS) cJSON_AddStringToObject(o, "kind", "docs");
+    else if (a->extent.sym >= 0) {
+      cJSON_AddStringToObject(o, "kind", "dim");
+      cJSON_AddStringToObject(o, "name", p->dims[a->extent.sym].name);
+    } else {
+      cJSON_AddStringToObject(o, "kind", "const");
+      cJSON_AddNumberToObject(o, "value", (double)a->extent.value);
+    }
+    cJSON_AddItemToArray(g, o);
+  }
+  return g;
+}
+
+/* The text a kernel's digest covers. */
+static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target) {
+  buf_printf(o, "%s\ntarget %s\noptions %s\n", cake_version(), target, CAKE_CODEGEN_OPTIONS);
+  buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
+  for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
+  for (int i = 0; i < p->ntensors; i++) {
+    const CirTensor *t = p->tensors[i];
+    buf_printf(o, "tensor %s %s %s %d", t->name, role_name(t->role), dtype_name(t->dtype), t->optional);
+    for (int j = 0; j < t->rank; j++) buf_printf(o, " %d:%lld", t->shape[j].sym, t->shape[j].value);
+    buf_puts(o, "\n");
+  }
+  for (int i = 0; i < p->nparams; i++) buf_printf(o, "param %s %s\n", p->params[i]->name, dtype_name(p->params[i]->dtype));
+  cir_dump_kernel(o, p, k);
+}
+
+static cJSON *program_json(const CirProgram *p, const char *src_name) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "name", p->name);
+  cJSON_AddStringToObject(o, "source", base_name(src_name));
+  char hex[65];
+  sha256_hex(p->src->text, p->src->len, hex);
+  cJSON_AddStringToObject(o, "source_sha256", hex);
+  cJSON *dims = cJSON_AddArrayToObject(o, "dims");
+  for (int i = 0; i < p->ndims; i++) {
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "name", p->dims[i].name);
+    cJSON_AddStringToObject(d, "role", p->dims[i].role == DIM_TOKENS ? "tokens" : p->dims[i].role == DIM_DOCS ? "docs" : "size");
+    cJSON_AddItemToArray(dims, d);
+  }
+  cJSON_AddNumberToObject(o, "chunk", p->chunk);
+  cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+  for (int i = 0; i < p->ntensors; i++) {
+    const CirTensor *t = p->tensors[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", t->name);
+    cJSON_AddStringToObject(j, "role", role_name(t->role));
+    cJSON_AddStringToObject(j, "dtype", dtype_name(t->dtype));
+    cJSON_AddItemToObject(j, "shape", shape_json(p, t));
+    cJSON_AddBoolToObject(j, "optional", t->optional);
+    cJSON_AddItemToArray(ts, j);
+  }
+  cJSON *ps = cJSON_AddArrayToObject(o, "params");
+  for (int i = 0; i < p->nparams; i++) {
+    const CirParam *pa = p->params[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", pa->name);
+    cJSON_AddStringToObject(j, "dtype", dtype_name(pa->dtype));
+    if (pa->has_default) cJSON_AddNumberToObject(j, "default", pa->def);
+    cJSON_AddItemToArray(ps, j);
+  }
+  cJSON *es = cJSON_AddArrayToObject(o, "entries");
+  for (int i = 0; i < p->nentries; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", p->entries[i]->name);
+    cJSON *st = cJSON_AddArrayToObject(j, "stages");
+    for (int s = 0; s < p->entries[i]->nstages; s++)
+      cJSON_AddItemToArray(st, cJSON_CreateString(p->entries[i]->stages[s]->name));
+    cJSON_AddItemToArray(es, j);
+  }
+  return o;
+}
+
+/* Compile every kernel of one program for every target. */
+static int compile_program(Compilation *c, const CirProgram *p, const char *src_name, cJSON *programs) {
+  int rc = 0;
+  cJSON *pj = c->emit == EMIT_PACKAGE ? program_json(p, src_name) : NULL;
+  cJSON *stages = pj ? cJSON_AddArrayToObject(pj, "stages") : NULL;
+  for (int ki = 0; ki < p->nkernels && rc == 0; ki++) {
+    const CirKernel *k = p->kernels[ki];
+    KernelAbi abi;
+    cir_kernel_abi(p, k, &abi);
+    KernelBinary bins[8];
+    int nb = 0;
+    cJSON *sj = NULL, *kjs = NULL;
+    if (pj) {
+      sj = cJSON_CreateObject();
+      cJSON_AddStringToObject(sj, "name", k->name);
+      cJSON *blk = cJSON_AddArrayToObject(sj, "block");
+      cJSON_AddItemToArray(blk, cJSON_CreateNumber(k->threads));
+      cJSON_AddItemToArray(blk, cJSON_CreateNumber(1));
+      cJSON_AddItemToArray(blk, cJSON_CreateNumber(1));
+      cJSON_AddItemToObject(sj, "grid", grid_json(p, k, &abi));
+      cJSON *args = cJSON_AddArrayToObject(sj, "args");
+      for (int i = 0; i < abi.nargs; i++) cJSON_AddItemToArray(args, arg_json(p, &abi.args[i]));
+      kjs = cJSON_AddArrayToObject(sj, "kernels");
+      cJSON_AddItemToArray(stages, sj);
+    }
+    for (int ti = 0; ti < c->narchs && rc == 0; ti++) {
+      const char *target = c->archs[ti];
+      Buf dt;
+      buf_init(&dt);
+      digest_text(&dt, p, k, target);
+      char hex[65];
+      sha256_hex(dt.data, dt.len, hex);
+      buf_free(&dt);
+      char symbol[512];
+      snprintf(symbol, sizeof symbol, "%s_%s_%.20s", p->name, k->name, hex);
+      EmitKind stop = c->emit >= EMIT_CUBIN ? EMIT_CUBIN : c->emit;
+      KernelBinary *kb = &bins[nb];
+      if (backend_compile(c->be, &c->arena, &c->diag, p, k, &abi, target, symbol, stop, kb)) {
+        kernel_binary_free(kb);
+        rc = 1;
+        break;
+      }
+      nb++;
+      if (kb->note) buf_printf(&c->notes, "cakec: note: %s: %s\n", symbol, kb->note);
+      if (c->emit == EMIT_MLIR || c->emit == EMIT_LLVM || c->emit == EMIT_PTX) {
+        buf_printf(&c->text, "// ---- kernel %s (%s, stage %s of %s)\n", symbol, target, k->name, p->name);
+        buf_puts(&c->text, c->emit == EMIT_MLIR ? kb->mlir : c->emit == EMIT_LLVM ? kb->llvm : kb->ptx);
+        continue;
+      }
+      char fname[600];
+      if (kb->cubin) {
+        snprintf(fname, sizeof fname, "%s.%s.cubin", symbol, target);
+        if (c->emit != EMIT_FATBIN && write_out(c, fname, kb->cubin, kb->cubin_len)) rc = 2;
+      } else {
+        snprintf(fname, sizeof fname, "%s.%s.ptx", symbol, kb->ptx_target);
+        if (c->emit != EMIT_FATBIN && write_out(c, fname, kb->ptx, strlen(kb->ptx))) rc = 2;
+      }
+      if (kjs) {
+        cJSON *kj = cJSON_CreateObject();
+        cJSON_AddStringToObject(kj, "target", target);
+        cJSON_AddStringToObject(kj, "name", symbol);
+        cJSON_AddStringToObject(kj, "symbol", symbol);
+        cJSON_AddStringToObject(kj, "format", kb->cubin ? "cubin" : "ptx");
+        if (!kb->cubin) cJSON_AddStringToObject(kj, "ptx_target", kb->ptx_target);
+        cJSON_AddStringToObject(kj, "file", fname);
+        cJSON_AddNumberToObject(kj, "shared_bytes", kb->shared_bytes);
+        if (kb->cubin) {
+          cJSON_AddNumberToObject(kj, "registers", kb->registers);
+          cJSON_AddNumberToObject(kj, "spill_bytes", kb->spill_bytes);
+          cJSON_AddNumberToObject(kj, "stack_bytes", kb->stack_bytes);
+        }
+        if (kb->note) cJSON_AddStringToObject(kj, "note", kb->note);
+        cJSON_AddItemToArray(kjs, kj);
+      }
+    }
+    if (rc == 0 && (c->emit == EMIT_FATBIN || c->emit == EMIT_PACKAGE)) {
+      unsigned char *fb = NULL;
+      size_t fl = 0;
+      if (backend_fatbin(c->be, &c->diag, bins, nb, &fb, &fl)) rc = 1;
+      else {
+        char fname[600];
+        snprintf(fname, sizeof fname, "%s_%s.fatbin", p->name, k->name);
+        if (write_out(c, fname, fb, fl)) rc = 2;
+        if (sj) cJSON_AddStringToObject(sj, "fatbin", fname);
+      }
+      free(fb);
+    }
+    for (int i = 0; i < nb; i++) kernel_binary_free(&bins[i]);
+  }
+  if (pj) {
+    cJSON_AddItemToArray(programs, pj);
+  }
+  return rc;
+}
+
+static int cmp_path(const void *a, const void *b) {
+  const cJSON *x = *(cJSON *const *)a, *y = *(cJSON *const *)b;
+  return strcmp(cJSON_GetObjectItem(x, "path")->valuestring, cJSON_GetObjectItem(y, "path")->valuestring);
+}
+
+static int write_manifest(Compilation *c, cJSON *programs) {
+  cJSON *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(m, "schema", "cake.package");
+  cJSON_AddNumberToObject(m, "schema_version", 1);
+  cJSON_AddStringToObject(m, "compiler", cake_version());
+  cJSON *ts = cJSON_AddArrayToObject(m, "targets");
+  for (int i = 0; i < c->narchs; i++) cJSON_AddItemToArray(ts, cJSON_CreateString(c->archs[i]));
+  cJSON_AddItemToObject(m, "programs", programs);
+  /* files sorted by path */
+  int n = cJSON_GetArraySize(c->files);
+  cJSON **items = calloc((size_t)n + 1, sizeof(cJSON *));
+  for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(c->files, 0);
+  qsort(items, (size_t)n, sizeof *items, cmp_path);
+  cJSON *files = cJSON_AddArrayToObject(m, "files");
+  for (int i = 0; i < n; i++) cJSON_AddItemToArray(files, items[i]);
+  free(items);
+  char *s = cJSON_Print(m);
+  cJSON_Delete(m);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/manifest.json", c->opt->output);
+  FILE *f = fopen(path, "wb");
+  int rc = 0;
+  if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0 || fclose(f) != 0) {
+    diag_plain(&c->diag, "cannot write '%s': %s", path, strerror(errno));
+    rc = 2;
+  }
+  cJSON_free(s);
+  return rc;
+}
+
+int cake_compile(const cake_source *sources, int nsources, const cake_options *opt_in, cake_result **out) {
+  cake_options defaults = {0};
+  const cake_options *opt = opt_in ? opt_in : &defaults;
+  Compilation cc = {0}, *c = &cc;
+  arena_init(&c->arena);
+  diag_init(&c->diag, opt->max_errors);
+  buf_init(&c->text);
+  buf_init(&c->notes);
+  c->opt = opt;
+  c->files = cJSON_CreateArray();
+  int rc = 0;
+  cJSON *programs = cJSON_CreateArray();
+  CirProgram **progs = calloc((size_t)nsources + 1, sizeof(CirProgram *));
+
+  if (parse_emit(opt->emit ? opt->emit : "package", &c->emit)) {
+    diag_plain(&c->diag, "unknown --emit kind '%s' (ast, cir, mlir, llvm, ptx, cubin, fatbin, package)", opt->emit);
+    rc = 2;
+    goto done;
+  }
+  if (parse_archs(c, opt->archs ? opt->archs : cake_default_archs())) {
+    rc = 2;
+    goto done;
+  }
+  if (c->emit >= EMIT_CUBIN && !opt->output) {
+    diag_plain(&c->diag, "--emit=%s writes files: give an output directory with -o", opt->emit ? opt->emit : "package");
+    rc = 2;
+    goto done;
+  }
+  if (nsources <= 0) {
+    diag_plain(&c->diag, "no input specs");
+    rc = 2;
+    goto done;
+  }
+
+  for (int i = 0; i < nsources; i++) {
+    Source *src = arena_alloc(&c->arena, sizeof(Source));
+    src->name = arena_strdup(&c->arena, sources[i].name ? sources[i].name : "<string>");
+    if (sources[i].text) {
+      src->text = arena_strdup(&c->arena, sources[i].text);
+      src->len = strlen(src->text);
+    } else {
+      size_t len;
+      src->text = read_source(c, src->name, &len);
+      if (!src->text) {
+        rc = 2;
+        continue;
+      }
+      src->len = len;
+    }
+    Program *ast = cake_parse(&c->arena, &c->diag, src);
+    if (!ast) continue;
+    if (c->emit == EMIT_AST) {
+      ast_dump(&c->text, ast);
+      continue;
+    }
+    progs[i] = cake_sema(&c->arena, &c->diag, ast);
+    if (progs[i] && c->emit == EMIT_CIR) cir_dump(&c->text, progs[i]);
+  }
+  for (int i = 0; i < nsources; i++)
+    for (int j = 0; j < i; j++)
+      if (progs[i] && progs[j] && !strcmp(progs[i]->name, progs[j]->name)) {
+        diag_plain(&c->diag, "two specs define program '%s' (%s and %s)", progs[i]->name, sources[j].name,
+                   sources[i].name);
+      }
+  if (c->diag.errors) {
+    rc = rc ? rc : 1;
+    goto done;
+  }
+  if (c->emit <= EMIT_CIR) goto done;
+
+  c->be = backend_create(&c->diag, opt->cuda_root);
+  if (!c->be) {
+    rc = 2;
+    goto done;
+  }
+  if (c->emit >= EMIT_CUBIN && ensure_dir(c, opt->output)) {
+    rc = 2;
+    goto done;
+  }
+  for (int i = 0; i < nsources && rc == 0; i++)
+    rc = compile_program(c, progs[i], sources[i].name, programs);
+  if (rc == 0 && c->emit == EMIT_PACKAGE) {
+    rc = write_manifest(c, programs);
+    programs = NULL;
+  }
+
+done:
+  if (programs) cJSON_Delete(programs);
+  cJSON_Delete(c->files);
+  backend_destroy(c->be);
+  free(progs);
+  cake_result *r = calloc(1, sizeof *r);
+  r->errors = c->diag.errors;
+  if (rc == 0 && c->diag.errors) rc = 1;
+  r->diagnostics = buf_take(&c->diag.out);
+  r->text = buf_take(&c->text);
+  r->notes = buf_take(&c->notes);
+  arena_free(&c->arena);
+  *out = r;
+  return rc;
+}

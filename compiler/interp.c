@@ -1,0 +1,538 @@
+/* interp.c - the CPU interpreter of CIR (see interp.h for the contract). */
+#include "interp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double cake_round_f32(double x) { return (double)(float)x; }
+
+double cake_round_bf16(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u) { /* inf or nan: keep, quiet the nan */
+    if (u & 0x007fffffu) u |= 0x00400000u;
+    u &= 0xffff0000u;
+  } else {
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    u &= 0xffff0000u;
+  }
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+double cake_round_f16(double x) { return (double)(_Float16)(float)x; }
+
+double cake_round_dtype(DType t, double x) {
+  switch (t) {
+    case DT_BF16: return cake_round_bf16(x);
+    case DT_F16: return cake_round_f16(x);
+    case DT_F32: return cake_round_f32(x);
+    case DT_I32: return (double)(int32_t)x;
+    case DT_BOOL: return x != 0;
+    default: return x;
+  }
+}
+
+typedef struct Tile {
+  CirType ty;
+  double *v; /* rows x cols, row-major; rank 0: 1 element; rank 1: [n] */
+} Tile;
+
+typedef struct Chunk {
+  long long start, end;
+  int doc;
+} Chunk;
+
+typedef struct Interp {
+  const CirProgram *p;
+  const InterpArgs *args;
+  long long *dims;
+  Chunk *chunks;
+  long long nchunks;
+  long long *doc_first; /* first chunk of each doc; [ndocs + 1] */
+  long long ndocs;
+  const CirKernel *k;
+  long long grid[CIR_MAX_AXES];
+  Tile *vals; /* by instruction id */
+  int nvals;
+  char *err;
+  size_t errlen;
+  int failed;
+} Interp;
+
+static void fail(Interp *I, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(Interp *I, const CirInst *at, const char *fmt, ...) {
+  if (I->failed) return;
+  I->failed = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = 0;
+  if (at && at->loc.src)
+    n = snprintf(I->err, I->errlen, "%s:%d:%d: ", at->loc.src->name, at->loc.line, at->loc.col);
+  if (n < 0 || (size_t)n >= I->errlen) n = 0;
+  vsnprintf(I->err + n, I->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+static int numel(CirType t) {
+  return t.rank == 0 ? 1 : t.rank == 1 ? t.shape[0] : t.shape[0] * t.shape[1];
+}
+static int rows_of(CirType t) { return t.rank == 2 ? t.shape[0] : 1; }
+static int cols_of(CirType t) { return t.rank == 0 ? 1 : t.rank == 1 ? t.shape[0] : t.shape[1]; }
+
+static Tile *val(Interp *I, const CirInst *in) {
+  CAKE_ASSERT(in->id < I->nvals);
+  return &I->vals[in->id];
+}
+
+static Tile *def(Interp *I, const CirInst *in) {
+  Tile *t = val(I, in);
+  t->ty = in->ty;
+  free(t->v);
+  t->v = calloc((size_t)numel(in->ty), sizeof(double));
+  if (!t->v) cake_die("out of memory");
+  return t;
+}
+
+/* Element (r, c) of a tile broadcast to a larger shape (rank 0 / unit axes repeat). */
+static double bget(const Tile *t, int r, int c) {
+  if (t->ty.rank == 0) return t->v[0];
+  if (t->ty.rank == 1) return t->v[t->ty.shape[0] == 1 ? 0 : c];
+  int rr = t->ty.shape[0] == 1 ? 0 : r;
+  int cc = t->ty.shape[1] == 1 ? 0 : c;
+  return t->v[rr * t->ty.shape[1] + cc];
+}
+
+long long cake_interp_numel(const CirProgram *p, const CirTensor *t, const long long *dims) {
+  long long n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i].sym >= 0 ? dims[t->shape[i].sym] : t->shape[i].value;
+  return n;
+}
+
+static long long extent(Interp *I, CirExtent e) { return e.sym >= 0 ? I->dims[e.sym] : e.value; }
+
+/* ---- memory windows ---- */
+
+/* Walk the elements of a window; calls fn(I, flat tensor offset or -1 if masked, r, c). */
+typedef void (*WinFn)(Interp *I, const CirInst *in, long long off, int r, int c, void *ctx);
+
+static void walk_window(Interp *I, const CirInst *in, WinFn fn, void *ctx) {
+  const CirTensor *t = in->tensor;
+  long long base[CIR_MAX_TENSOR_RANK];
+  long long lim[CIR_MAX_TENSOR_RANK];
+  int free_axes[2], nf = 0;
+  for (int i = 0; i < t->rank; i++) {
+    const CirIndex *ix = &in->index[i];
+    long long ext = extent(I, t->shape[i]);
+    lim[i] = ext;
+    switch (ix->kind) {
+      case IX_FULL: base[i] = 0; free_axes[nf++] = i; break;
+      case IX_CHUNK: {
+        long long c = (long long)val(I, ix->v)->v[0];
+        if (c < 0 || c >= I->nchunks) { fail(I, in, "chunk index %lld out of range", c); return; }
+        base[i] = I->chunks[c].start;
+        lim[i] = I->chunks[c].end;
+        free_axes[nf++] = i;
+        break;
+      }
+      case IX_BLOCK: {
+        long long b = (long long)val(I, ix->v)->v[0];
+        base[i] = b * ix->size;
+        free_axes[nf++] = i;
+        break;
+      }
+      case IX_SCALAR: {
+        long long x = (long long)val(I, ix->v)->v[0];
+        if (x < 0 || x >= ext) {
+          fail(I, in, "index %lld is out of range for axis %d of '%s' (extent %lld)", x, i, t->name, ext);
+          return;
+        }
+        base[i] = x;
+        break;
+      }
+    }
+  }
+  int R = nf == 2 ? in->index[free_axes[0]].size : 1;
+  int C = nf >= 1 ? in->index[free_axes[nf - 1]].size : 1;
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) {
+      long long idx[CIR_MAX_TENSOR_RANK];
+      memcpy(idx, base, sizeof idx);
+      int masked = 0;
+      if (nf == 2) idx[free_axes[0]] += r;
+      if (nf >= 1) idx[free_axes[nf - 1]] += c;
+      for (int i = 0; i < t->rank; i++)
+        if (idx[i] >= lim[i]) masked = 1;
+      long long off = 0;
+      for (int i = 0; i < t->rank; i++) off = off * extent(I, t->shape[i]) + idx[i];
+      fn(I, in, masked ? -1 : off, r, c, ctx);
+    }
+}
+
+typedef struct { Tile *out; double *data; } LoadCtx;
+static void load_elem(Interp *I, const CirInst *in, long long off, int r, int c, void *vctx) {
+  LoadCtx *x = vctx;
+  double v = 0;
+  if (off >= 0) v = x->data ? cake_round_dtype(in->tensor->dtype, x->data[off]) : in->fval;
+  x->out->v[r * cols_of(in->ty) + c] = v;
+}
+
+static void store_elem(Interp *I, const CirInst *in, long long off, int r, int c, void *vctx) {
+  LoadCtx *x = vctx;
+  if (off < 0) return;
+  x->data[off] = cake_round_dtype(in->tensor->dtype, bget(x->out, r, c));
+}
+
+/* ---- ops ---- */
+
+static double unary(CirOp op, double x) {
+  switch (op) {
+    case OP_NEG: return -x;
+    case OP_EXP: return exp(x);
+    case OP_EXP2: return exp2(x);
+    case OP_LOG: return log(x);
+    case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case OP_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case OP_SQRT: return sqrt(x);
+    case OP_RSQRT: return 1.0 / sqrt(x);
+    case OP_ABS: return fabs(x);
+    case OP_NOT: return !(x != 0);
+    default: cake_die("not a unary op: %s", cake_ops[op].id);
+  }
+}
+
+static double binop(CirOp op, DType dt, double a, double b) {
+  switch (op) {
+    case OP_ADD: return a + b;
+    case OP_SUB: return a - b;
+    case OP_MUL: return a * b;
+    case OP_DIV:
+      if (dt == DT_I32) return b == 0 ? 0 : (double)((long long)a / (long long)b);
+      return a / b;
+    case OP_MOD: return b == 0 ? 0 : (double)((long long)a % (long long)b);
+    case OP_MAXIMUM: return a > b ? a : b;
+    case OP_MINIMUM: return a < b ? a : b;
+    case OP_LT: return a < b;
+    case OP_LE: return a <= b;
+    case OP_GT: return a > b;
+    case OP_GE: return a >= b;
+    case OP_EQ: return a == b;
+    case OP_NE: return a != b;
+    case OP_AND: return (a != 0) && (b != 0);
+    case OP_OR: return (a != 0) || (b != 0);
+    default: cake_die("not a binary op: %s", cake_ops[op].id);
+  }
+}
+
+static void exec_block(Interp *I, const CirBlock *b);
+
+static void exec_for(Interp *I, const CirInst *f) {
+  long long n = (long long)val(I, f->args[0])->v[0];
+  int nc = f->nargs - 1;
+  Tile carry[16];
+  for (int i = 0; i < nc; i++) {
+    const Tile *init = val(I, f->args[i + 1]);
+    carry[i].ty = init->ty;
+    carry[i].v = malloc(sizeof(double) * (size_t)numel(init->ty));
+    memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
+  }
+  long long lo = I->doc_first[n], hi = I->doc_first[n + 1];
+  const CirBlock *body = f->body;
+  for (long long step = 0; step < hi - lo && !I->failed; step++) {
+    long long c = f->reverse ? hi - 1 - step : lo + step;
+    for (int i = 0; i < body->len; i++) {
+      const CirInst *in = body->insts[i];
+      if (in->op == OP_CHUNKVAR) def(I, in)->v[0] = (double)c;
+      else if (in->op == OP_CARRY) {
+        Tile *t = def(I, in);
+        memcpy(t->v, carry[in->axis].v, sizeof(double) * (size_t)numel(in->ty));
+      }
+    }
+    exec_block(I, body);
+    const CirInst *y = body->insts[body->len - 1];
+    CAKE_ASSERT(y->op == OP_YIELD);
+    for (int i = 0; i < nc; i++)
+      memcpy(carry[i].v, val(I, y->args[i])->v, sizeof(double) * (size_t)numel(carry[i].ty));
+  }
+  /* The final carries, back to back in the FOR's own slot; each FORRES
+   * that follows picks its part. */
+  I->vals[f->id].ty = f->ty;
+  free(I->vals[f->id].v);
+  size_t total = 0;
+  for (int i = 0; i < nc; i++) total += (size_t)numel(carry[i].ty);
+  I->vals[f->id].v = calloc(total ? total : 1, sizeof(double));
+  size_t at = 0;
+  for (int i = 0; i < nc; i++) {
+    memcpy(I->vals[f->id].v + at, carry[i].v, sizeof(double) * (size_t)numel(carry[i].ty));
+    at += (size_t)numel(carry[i].ty);
+    free(carry[i].v);
+  }
+}
+
+static void exec_inst(Interp *I, const CirInst *in) {
+  const OpInfo *oi = &cake_ops[in->op];
+  int R = rows_of(in->ty), C = cols_of(in->ty);
+  switch (oi->kind) {
+    case OK_LEAF: {
+      if (in->op == OP_CHUNKVAR || in->op == OP_CARRY) return; /* set by the scan */
+      Tile *t = def(I, in);
+      switch (in->op) {
+        case OP_CONST: t->v[0] = in->fval; break;
+        case OP_DIMVAL: t->v[0] = (double)I->dims[in->dim]; break;
+        case OP_PARAMVAL: {
+          double v = I->args->params ? I->args->params[in->param->index] : NAN;
+          if (isnan(v)) {
+            if (!in->param->has_default) { fail(I, in, "parameter '%s' has no value and no default", in->param->name); return; }
+            v = in->param->def;
+          }
+          t->v[0] = cake_round_dtype(in->param->dtype, v);
+          break;
+        }
+        case OP_GRIDVAR: t->v[0] = (double)I->grid[in->axis]; break;
+        default: cake_die("unhandled leaf");
+      }
+      return;
+    }
+    case OK_VALID: {
+      Tile *t = def(I, in);
+      long long c = (long long)val(I, in->args[0])->v[0];
+      for (int j = 0; j < C; j++) t->v[j] = I->chunks[c].start + j < I->chunks[c].end;
+      return;
+    }
+    case OK_MEM: {
+      double *data = I->args->tensors[in->tensor->index];
+      if (in->op == OP_LOAD) {
+        LoadCtx x = {def(I, in), data};
+        walk_window(I, in, load_elem, &x);
+      } else if (data) {
+        LoadCtx x = {val(I, in->args[0]), data};
+        walk_window(I, in, store_elem, &x);
+      }
+      return;
+    }
+    case OK_UNARY:
+    case OK_LOGIC1: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      for (int i = 0; i < numel(in->ty); i++) t->v[i] = unary(in->op, a->v[i]);
+      if (in->ty.dt == DT_I32) for (int i = 0; i < numel(in->ty); i++) t->v[i] = cake_round_dtype(DT_I32, t->v[i]);
+      return;
+    }
+    case OK_BINARY:
+    case OK_COMPARE:
+    case OK_LOGIC2: {
+      const Tile *a = val(I, in->args[0]), *b = val(I, in->args[1]);
+      Tile *t = def(I, in);
+      DType dt = in->ty.dt == DT_BOOL ? in->args[0]->ty.dt : in->ty.dt;
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) t->v[r * C + c] = binop(in->op, dt, bget(a, r, c), bget(b, r, c));
+      return;
+    }
+    case OK_SELECT: {
+      const Tile *q = val(I, in->args[0]), *a = val(I, in->args[1]), *b = val(I, in->args[2]);
+      Tile *t = def(I, in);
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) t->v[r * C + c] = bget(q, r, c) != 0 ? bget(a, r, c) : bget(b, r, c);
+      return;
+    }
+    case OK_CAST: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      for (int i = 0; i < numel(in->ty); i++) t->v[i] = cake_round_dtype(in->ty.dt, a->v[i]);
+      return;
+    }
+    case OK_LAYOUT: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      if (in->op == OP_TRANSPOSE) {
+        for (int r = 0; r < R; r++)
+          for (int c = 0; c < C; c++) t->v[r * C + c] = a->v[c * R + r];
+      } else if (in->op == OP_EXPAND) {
+        memcpy(t->v, a->v, sizeof(double) * (size_t)numel(in->ty)); /* same elements, new shape */
+      } else { /* PICK */
+        int ar = rows_of(a->ty), ac = cols_of(a->ty);
+        if (a->ty.rank == 1) t->v[0] = a->v[in->ival];
+        else if (in->axis == 0) for (int c = 0; c < ac; c++) t->v[c] = a->v[in->ival * ac + c];
+        else for (int r = 0; r < ar; r++) t->v[r] = a->v[r * ac + in->ival];
+      }
+      return;
+    }
+    case OK_MASK: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+          int keep = in->op == OP_TRIL ? c <= r + in->ival : c >= r + in->ival;
+          t->v[r * C + c] = keep ? a->v[r * C + c] : 0;
+        }
+      return;
+    }
+    case OK_REDUCE: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      int ar = rows_of(a->ty), ac = cols_of(a->ty);
+      int n_out = numel(in->ty);
+      for (int o = 0; o < n_out; o++) t->v[o] = in->op == OP_SUM ? 0 : -INFINITY;
+      for (int r = 0; r < ar; r++)
+        for (int c = 0; c < ac; c++) {
+          int o = a->ty.rank == 1 ? 0 : in->axis == 0 ? c : r;
+          double x = a->v[r * ac + c];
+          if (in->op == OP_SUM) t->v[o] += x;
+          else if (x > t->v[o]) t->v[o] = x;
+        }
+      return;
+    }
+    case OK_SCAN: {
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      int along_rows = in->ty.rank == 2 && in->axis == 0; /* scan down each column */
+      int n_lines = along_rows ? C : R, len = along_rows ? R : C;
+      for (int l = 0; l < n_lines; l++) {
+        double acc = 0;
+        for (int s = 0; s < len; s++) {
+          int i = in->op == OP_CUMSUM ? s : len - 1 - s;
+          int idx = along_rows ? i * C + l : l * C + i;
+          acc += a->v[idx];
+          t->v[idx] = acc;
+        }
+      }
+      return;
+    }
+    case OK_DOT: {
+      const Tile *a = val(I, in->args[0]), *b = val(I, in->args[1]);
+      Tile *t = def(I, in);
+      int K = a->ty.shape[1];
+      for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+          double acc = 0;
+          for (int k = 0; k < K; k++) acc += a->v[r * K + k] * b->v[k * C + c];
+          t->v[r * C + c] = acc;
+        }
+      return;
+    }
+    case OK_SOLVE: { /* (I + L)^-1, L = strictly lower part of a, by forward substitution */
+      const Tile *a = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      int n = R;
+      for (int r = 0; r < n; r++)
+        for (int c = 0; c < n; c++) {
+          if (c > r) { t->v[r * n + c] = 0; continue; }
+          double acc = r == c ? 1 : 0;
+          for (int j = c; j < r; j++) acc -= a->v[r * n + j] * t->v[j * n + c];
+          t->v[r * n + c] = acc;
+        }
+      return;
+    }
+    case OK_DECAY: {
+      const Tile *a = val(I, in->args[0]), *b = val(I, in->args[1]), *g = val(I, in->args[2]);
+      Tile *t = def(I, in);
+      int K = a->ty.shape[1];
+      for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) {
+          double acc = 0;
+          if (j <= r)
+            for (int c = 0; c < K; c++) acc += a->v[r * K + c] * b->v[j * K + c] * exp(g->v[r * K + c] - g->v[j * K + c]);
+          t->v[r * C + j] = acc;
+        }
+      return;
+    }
+    case OK_CONTROL:
+      if (in->op == OP_FOR) exec_for(I, in);
+      else if (in->op == OP_FORRES) {
+        const CirInst *f = in->parent;
+        size_t at = 0;
+        for (int i = 1; i < in->axis + 1; i++) at += (size_t)numel(f->args[i]->ty);
+        Tile *t = def(I, in);
+        memcpy(t->v, val(I, f)->v + at, sizeof(double) * (size_t)numel(in->ty));
+      }
+      return; /* YIELD is read by exec_for */
+  }
+}
+
+static void exec_block(Interp *I, const CirBlock *b) {
+  for (int i = 0; i < b->len && !I->failed; i++) exec_inst(I, b->insts[i]);
+}
+
+static int max_id(const CirBlock *b) {
+  int m = -1;
+  for (int i = 0; i < b->len; i++) {
+    if (b->insts[i]->id > m) m = b->insts[i]->id;
+    if (b->insts[i]->body) {
+      int x = max_id(b->insts[i]->body);
+      if (x > m) m = x;
+    }
+  }
+  return m;
+}
+
+static void run_kernel(Interp *I, const CirKernel *k) {
+  I->k = k;
+  I->nvals = max_id(&k->body) + 1;
+  I->vals = calloc((size_t)I->nvals, sizeof(Tile));
+  long long ext[CIR_MAX_AXES] = {1, 1, 1};
+  for (int i = 0; i < k->naxes; i++) {
+    const CirAxis *a = &k->axes[i];
+    ext[i] = a->kind == GA_CHUNKS ? I->nchunks : a->kind == GA_DOCS ? I->ndocs : extent(I, a->extent);
+  }
+  for (long long x = 0; x < ext[0] && !I->failed; x++)
+    for (long long y = 0; y < ext[1] && !I->failed; y++)
+      for (long long z = 0; z < ext[2] && !I->failed; z++) {
+        I->grid[0] = x;
+        I->grid[1] = y;
+        I->grid[2] = z;
+        exec_block(I, &k->body);
+      }
+  for (int i = 0; i < I->nvals; i++) free(I->vals[i].v);
+  free(I->vals);
+  I->vals = NULL;
+}
+
+int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen) {
+  Interp I = {0};
+  I.p = p;
+  I.args = args;
+  I.err = err;
+  I.errlen = errlen;
+  const CirEntry *en = NULL;
+  for (int i = 0; i < p->nentries; i++)
+    if (!strcmp(p->entries[i]->name, entry)) en = p->entries[i];
+  if (!en) {
+    snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
+    return -1;
+  }
+  I.dims = calloc((size_t)p->ndims + 1, sizeof(long long));
+  for (int i = 0; i < p->ndims; i++) I.dims[i] = args->dims[i];
+  /* the chunk table */
+  long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
+  I.ndocs = args->cu_seqlens ? (p->docs_dim >= 0 ? I.dims[p->docs_dim] : 1) : 1;
+  if (p->docs_dim >= 0) I.dims[p->docs_dim] = I.ndocs;
+  I.doc_first = calloc((size_t)I.ndocs + 1, sizeof(long long));
+  long long cap = p->chunk ? T / p->chunk + I.ndocs + 1 : 1;
+  I.chunks = calloc((size_t)cap, sizeof(Chunk));
+  for (long long d = 0; d < I.ndocs && p->chunk; d++) {
+    long long s = args->cu_seqlens ? args->cu_seqlens[d] : 0;
+    long long e = args->cu_seqlens ? args->cu_seqlens[d + 1] : T;
+    if (s < 0 || e < s || e > T) {
+      snprintf(err, errlen, "cu_seqlens is not a nondecreasing sequence within [0, %lld] at doc %lld", T, d);
+      free(I.dims); free(I.doc_first); free(I.chunks);
+      return -1;
+    }
+    I.doc_first[d] = I.nchunks;
+    for (long long t = s; t < e; t += p->chunk)
+      I.chunks[I.nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d};
+  }
+  I.doc_first[I.ndocs] = I.nchunks;
+  for (int i = 0; i < p->ntensors; i++)
+    if (!args->tensors[i] && !p->tensors[i]->optional) {
+      snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);
+      I.failed = 1;
+    }
+  for (int s = 0; s < en->nstages && !I.failed; s++) run_kernel(&I, en->stages[s]);
+  free(I.dims);
+  free(I.doc_first);
+  free(I.chunks);
+  return I.failed ? -1 : 0;
+}

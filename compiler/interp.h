@@ -1,0 +1,34 @@
+/* interp.h - the CPU interpreter of CIR: the semantic reference of every op.
+ *
+ * Contract: cake_interp_run() executes the kernels of one entry, in order,
+ * on host arrays. Every tensor is a dense row-major array of doubles; values
+ * are rounded to the tensor's dtype when loaded and when stored, and to the
+ * target dtype at every `as` conversion. All other arithmetic is exact double
+ * arithmetic: the interpreter says what a program means, the GPU code
+ * approximates it (fp32 accumulation, bf16 tensor-core operands).
+ * Nothing is printed; errors come back as a message.
+ */
+#ifndef CAKE_INTERP_H
+#define CAKE_INTERP_H
+
+#include "cir.h"
+
+typedef struct InterpArgs {
+  const long long *dims;    /* value per CirProgram dim (the docs dim is set from cu_seqlens) */
+  const long long *cu_seqlens; /* N+1 offsets, or NULL: one document of all tokens */
+  const double *params;     /* value per CirProgram param (NaN: use the default) */
+  double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
+} InterpArgs;
+
+/* 0 on success; on failure a message in err. */
+int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen);
+
+/* Number of elements of tensor t under the given dims. */
+long long cake_interp_numel(const CirProgram *p, const CirTensor *t, const long long *dims);
+
+double cake_round_bf16(double x);
+double cake_round_f16(double x);
+double cake_round_f32(double x);
+double cake_round_dtype(DType t, double x);
+
+#endif

@@ -1,0 +1,1213 @@
+/* sema.c - semantic analysis: names, dtypes, shapes, roles; AST -> CIR.
+ *
+ * Every user error is a diagnostic at the offending source range. After an
+ * error the offending expression becomes a "poison" value (dtype DT_NONE)
+ * that later checks stay silent about, so one mistake gives one message. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cir.h"
+#include "parser.h" /* token codes of the binary operators */
+
+typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY } SymKind;
+
+typedef struct Sym {
+  const char *name;
+  SymKind kind;
+  Loc loc;
+  double value; /* SYM_CONST */
+  int is_int;
+  void *ptr;    /* CirTensor*, CirParam*, CirKernel*, CirEntry* */
+  int index;    /* SYM_DIM */
+} Sym;
+
+/* A name bound inside a kernel. */
+typedef struct Binding {
+  const char *name;
+  CirInst *v;
+  Loc loc;
+  int depth;    /* 0 = kernel body, 1 = scan body */
+  int is_grid;  /* a grid index (cannot be assigned) */
+  int is_carry; /* a carried value of the enclosing scan */
+  struct Binding *next;
+} Binding;
+
+typedef struct Sema {
+  Arena *a;
+  Diag *d;
+  CirProgram *p;
+  PtrVec syms; /* Sym* */
+  /* kernel state */
+  CirKernel *k;
+  CirBlock *cur;
+  Binding *scope;
+  int depth;
+  CirInst *scan; /* the FOR being built, or NULL */
+} Sema;
+
+#define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* symbols and constants                                              */
+
+static Sym *find_sym(Sema *s, const char *name) {
+  for (int i = 0; i < s->syms.len; i++) {
+    Sym *y = s->syms.items[i];
+    if (strcmp(y->name, name) == 0) return y;
+  }
+  return NULL;
+}
+
+static const char *sym_kind_name(SymKind k) {
+  switch (k) {
+    case SYM_CONST: return "constant";
+    case SYM_DIM: return "dimension";
+    case SYM_TENSOR: return "tensor";
+    case SYM_PARAM: return "parameter";
+    case SYM_KERNEL: return "kernel";
+    case SYM_ENTRY: return "entry";
+  }
+  return "name";
+}
+
+static Sym *add_sym(Sema *s, const char *name, SymKind kind, Loc loc) {
+  Sym *old = find_sym(s, name);
+  if (old) {
+    ERR(loc, "redefinition of '%s'", name);
+    diag_note(s->d, old->loc, "'%s' was first defined here as a %s", name, sym_kind_name(old->kind));
+    return NULL;
+  }
+  Sym *y = arena_alloc(s->a, sizeof(Sym));
+  y->name = name;
+  y->kind = kind;
+  y->loc = loc;
+  ptrvec_push(s->a, &s->syms, y);
+  return y;
+}
+
+/* Evaluate a compile-time constant expression. Returns 0 on error. */
+static int const_eval(Sema *s, const Expr *e, double *v, int *is_int) {
+  double x, y;
+  int xi, yi;
+  switch (e->kind) {
+    case E_INT: *v = (double)e->ival; *is_int = 1; return 1;
+    case E_FLOAT: *v = e->fval; *is_int = 0; return 1;
+    case E_NAME: {
+      Sym *y0 = find_sym(s, e->name);
+      if (!y0) { ERR(e->loc, "unknown name '%s'", e->name); return 0; }
+      if (y0->kind != SYM_CONST) {
+        ERR(e->loc, "'%s' is a %s, not a compile-time constant", e->name, sym_kind_name(y0->kind));
+        return 0;
+      }
+      *v = y0->value;
+      *is_int = y0->is_int;
+      return 1;
+    }
+    case E_UNARY:
+      if (e->op != '-') break;
+      if (!const_eval(s, e->a, &x, &xi)) return 0;
+      *v = -x; *is_int = xi;
+      return 1;
+    case E_BINARY:
+      if (!const_eval(s, e->a, &x, &xi) || !const_eval(s, e->b, &y, &yi)) return 0;
+      *is_int = xi && yi;
+      switch (e->op) {
+        case '+': *v = x + y; return 1;
+        case '-': *v = x - y; return 1;
+        case '*': *v = x * y; return 1;
+        case '/':
+          if (y == 0) { ERR(e->loc, "division by zero in a constant expression"); return 0; }
+          *v = *is_int ? (double)((long long)x / (long long)y) : x / y;
+          return 1;
+        case '%':
+          if (!*is_int || y == 0) { ERR(e->loc, "'%%' needs nonzero integer constants"); return 0; }
+          *v = (double)((long long)x % (long long)y);
+          return 1;
+        default: break;
+      }
+      break;
+    case E_CALL:
+      if (e->args.len == 1 && (!strcmp(e->name, "sqrt") || !strcmp(e->name, "rsqrt") ||
+                               !strcmp(e->name, "exp") || !strcmp(e->name, "log"))) {
+        if (!const_eval(s, e->args.items[0], &x, &xi)) return 0;
+        *is_int = 0;
+        if (!strcmp(e->name, "sqrt")) *v = sqrt(x);
+        else if (!strcmp(e->name, "rsqrt")) *v = 1.0 / sqrt(x);
+        else if (!strcmp(e->name, "exp")) *v = exp(x);
+        else *v = log(x);
+        return 1;
+      }
+      break;
+    default: break;
+  }
+  ERR(e->loc, "expected a compile-time constant expression");
+  return 0;
+}
+
+static int const_int(Sema *s, const Expr *e, long long *out, const char *what) {
+  double v;
+  int is_int;
+  if (!const_eval(s, e, &v, &is_int)) return 0;
+  if (!is_int) {
+    ERR(e->loc, "%s must be an integer constant", what);
+    return 0;
+  }
+  *out = (long long)v;
+  return 1;
+}
+
+/* An extent in a shape or grid: a symbolic dim or a positive constant. */
+static int extent_of(Sema *s, const Expr *e, CirExtent *out) {
+  if (e->kind == E_NAME) {
+    Sym *y = find_sym(s, e->name);
+    if (y && y->kind == SYM_DIM) {
+      out->sym = y->index;
+      out->value = 0;
+      return 1;
+    }
+  }
+  long long v;
+  if (!const_int(s, e, &v, "an extent")) return 0;
+  if (v <= 0) {
+    ERR(e->loc, "extent must be positive, got %lld", v);
+    return 0;
+  }
+  out->sym = -1;
+  out->value = v;
+  return 1;
+}
+
+static int extent_eq(CirExtent a, CirExtent b) {
+  return a.sym == b.sym && (a.sym >= 0 || a.value == b.value);
+}
+
+/* ------------------------------------------------------------------ */
+/* instructions and types                                             */
+
+static CirType ty0(DType dt) { return (CirType){dt, 0, {0, 0}}; }
+static CirType ty1(DType dt, int n) { return (CirType){dt, 1, {n, 0}}; }
+static CirType ty2(DType dt, int m, int n) { return (CirType){dt, 2, {m, n}}; }
+
+static int is_float(DType t) { return t == DT_BF16 || t == DT_F16 || t == DT_F32; }
+static int is_poison(const CirInst *v) { return !v || v->ty.dt == DT_NONE; }
+
+static CirInst *emit(Sema *s, CirOp op, CirType ty, Loc loc, int nargs, ...) {
+  CirInst *in = cir_inst_new(s->a, s->p, op, ty, loc, nargs);
+  va_list ap;
+  va_start(ap, nargs);
+  for (int i = 0; i < nargs; i++) in->args[i] = va_arg(ap, CirInst *);
+  va_end(ap);
+  cir_block_push(s->a, s->cur, in);
+  return in;
+}
+
+static CirInst *poison(Sema *s, Loc loc) {
+  CirInst *in = cir_inst_new(s->a, s->p, OP_CONST, ty0(DT_NONE), loc, 0);
+  return in;
+}
+
+static void shape_str(char *buf, size_t n, CirType t) { cir_type_str(buf, n, t); }
+
+/* Broadcast two shapes; returns 0 (after reporting) when they do not fit. */
+static int broadcast(Sema *s, Loc loc, const char *what, CirType a, CirType b, CirType *out) {
+  if (a.rank == 0) { *out = b; return 1; }
+  if (b.rank == 0) { *out = a; return 1; }
+  if (a.rank != b.rank) {
+    char x[64], y[64];
+    shape_str(x, sizeof x, a);
+    shape_str(y, sizeof y, b);
+    ERR(loc, "shape mismatch in %s: %s and %s have different ranks; "
+             "use v[:, None] for a column or v[None, :] for a row", what, x, y);
+    return 0;
+  }
+  *out = a;
+  for (int i = 0; i < a.rank; i++) {
+    if (a.shape[i] == b.shape[i]) continue;
+    if (a.shape[i] == 1) { out->shape[i] = b.shape[i]; continue; }
+    if (b.shape[i] == 1) continue;
+    char x[64], y[64];
+    shape_str(x, sizeof x, a);
+    shape_str(y, sizeof y, b);
+    ERR(loc, "shape mismatch in %s: %s and %s (axis %d: %d vs %d)", what, x, y, i, a.shape[i], b.shape[i]);
+    return 0;
+  }
+  return 1;
+}
+
+static int is_weak_int(const CirInst *v) { return v->op == OP_CONST && v->is_int; }
+
+/* The dtype two operands compute in, or DT_NONE after an error. */
+static DType arith_dtype(Sema *s, Loc loc, const char *what, CirInst *a, CirInst *b) {
+  DType x = a->ty.dt, y = b->ty.dt;
+  if (x == DT_BOOL || y == DT_BOOL) {
+    ERR(loc, "%s needs numbers, got %s and %s", what, dtype_name(x), dtype_name(y));
+    return DT_NONE;
+  }
+  if (is_float(x) && is_float(y)) return DT_F32;
+  if (x == DT_I32 && y == DT_I32) return DT_I32;
+  if ((is_float(x) && is_weak_int(b)) || (is_float(y) && is_weak_int(a))) return DT_F32;
+  ERR(loc, "dtype mismatch in %s: %s and %s; convert one with `as`", what, dtype_name(x), dtype_name(y));
+  return DT_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernel scope                                                       */
+
+static Binding *lookup(Sema *s, const char *name) {
+  for (Binding *b = s->scope; b; b = b->next)
+    if (strcmp(b->name, name) == 0) return b;
+  return NULL;
+}
+
+static Binding *bind(Sema *s, const char *name, CirInst *v, Loc loc) {
+  Binding *b = arena_alloc(s->a, sizeof(Binding));
+  b->name = name;
+  b->v = v;
+  b->loc = loc;
+  b->depth = s->depth;
+  b->next = s->scope;
+  s->scope = b;
+  return b;
+}
+
+static int is_chunk_index(const CirInst *v) {
+  if (v->op == OP_CHUNKVAR) return 1;
+  return v->op == OP_GRIDVAR && v->parent == NULL && v->axis >= 0 && v->ival == GA_CHUNKS;
+}
+
+static CirInst *expr(Sema *s, const Expr *e);
+
+static CirInst *const_inst(Sema *s, Loc loc, double v, int is_int) {
+  CirInst *in = emit(s, OP_CONST, ty0(is_int ? DT_I32 : DT_F32), loc, 0);
+  in->fval = v;
+  in->ival = (long long)v;
+  in->is_int = is_int;
+  return in;
+}
+
+static CirInst *name_expr(Sema *s, const Expr *e) {
+  Binding *b = lookup(s, e->name);
+  if (b) return b->v;
+  Sym *y = find_sym(s, e->name);
+  if (!y) {
+    ERR(e->loc, "unknown name '%s'", e->name);
+    return poison(s, e->loc);
+  }
+  switch (y->kind) {
+    case SYM_CONST: return const_inst(s, e->loc, y->value, y->is_int);
+    case SYM_DIM: {
+      CirInst *in = emit(s, OP_DIMVAL, ty0(DT_I32), e->loc, 0);
+      in->dim = y->index;
+      return in;
+    }
+    case SYM_PARAM: {
+      CirParam *pa = y->ptr;
+      CirInst *in = emit(s, OP_PARAMVAL, ty0(pa->dtype), e->loc, 0);
+      in->param = pa;
+      return in;
+    }
+    case SYM_TENSOR:
+      ERR(e->loc, "'%s' is a tensor in memory; read a window of it with `load %s[...]`", e->name, e->name);
+      return poison(s, e->loc);
+    default:
+      ERR(e->loc, "'%s' is a %s and has no value here", e->name, sym_kind_name(y->kind));
+      return poison(s, e->loc);
+  }
+}
+
+static CirOp binop_of(int tok) {
+  switch (tok) {
+    case '+': return OP_ADD;
+    case '-': return OP_SUB;
+    case '*': return OP_MUL;
+    case '/': return OP_DIV;
+    case '%': return OP_MOD;
+    case '<': return OP_LT;
+    case '>': return OP_GT;
+    case LE: return OP_LE;
+    case GE: return OP_GE;
+    case EQ: return OP_EQ;
+    case NE: return OP_NE;
+    case ANDAND: return OP_AND;
+    case OROR: return OP_OR;
+    case '@': return OP_MATMUL;
+    default: return OP_CONST;
+  }
+}
+
+static CirInst *binary(Sema *s, CirOp op, Loc loc, CirInst *a, CirInst *b) {
+  if (is_poison(a) || is_poison(b)) return poison(s, loc);
+  const char *sp = cake_ops[op].spelling;
+  char what[48];
+  snprintf(what, sizeof what, "'%s'", sp);
+  CirType shape;
+  OpKind kind = cake_ops[op].kind;
+  if (kind == OK_LOGIC2) {
+    if (a->ty.dt != DT_BOOL || b->ty.dt != DT_BOOL) {
+      ERR(loc, "%s needs bool operands, got %s and %s", what, dtype_name(a->ty.dt), dtype_name(b->ty.dt));
+      return poison(s, loc);
+    }
+    if (!broadcast(s, loc, what, a->ty, b->ty, &shape)) return poison(s, loc);
+    shape.dt = DT_BOOL;
+    return emit(s, op, shape, loc, 2, a, b);
+  }
+  DType dt = arith_dtype(s, loc, what, a, b);
+  if (dt == DT_NONE) return poison(s, loc);
+  if (op == OP_MOD && dt != DT_I32) {
+    ERR(loc, "'%%' is defined on i32 only, got %s", dtype_name(a->ty.dt));
+    return poison(s, loc);
+  }
+  if (!broadcast(s, loc, what, a->ty, b->ty, &shape)) return poison(s, loc);
+  shape.dt = kind == OK_COMPARE ? DT_BOOL : dt;
+  return emit(s, op, shape, loc, 2, a, b);
+}
+
+static CirInst *matmul(Sema *s, Loc loc, CirInst *a, CirInst *b) {
+  if (is_poison(a) || is_poison(b)) return poison(s, loc);
+  char x[64], y[64];
+  shape_str(x, sizeof x, a->ty);
+  shape_str(y, sizeof y, b->ty);
+  if (a->ty.rank != 2 || b->ty.rank != 2) {
+    ERR(loc, "'@' multiplies rank-2 tiles, got %s @ %s", x, y);
+    return poison(s, loc);
+  }
+  int ok_dt = (a->ty.dt == DT_BF16 || a->ty.dt == DT_F16) && a->ty.dt == b->ty.dt;
+  if (!ok_dt) {
+    ERR(loc, "'@' operands must both be bf16 or both f16 (tensor-core inputs), got %s @ %s; "
+             "convert with `as bf16`", x, y);
+    return poison(s, loc);
+  }
+  if (a->ty.shape[1] != b->ty.shape[0]) {
+    ERR(loc, "shape mismatch in '@': %s @ %s (inner dimensions %d and %d differ)", x, y,
+        a->ty.shape[1], b->ty.shape[0]);
+    return poison(s, loc);
+  }
+  return emit(s, OP_MATMUL, ty2(DT_F32, a->ty.shape[0], b->ty.shape[1]), loc, 2, a, b);
+}
+
+/* x[i, :], x[:, None], ... on a tile value. */
+static CirInst *tile_index(Sema *s, const Expr *e) {
+  CirInst *v = expr(s, e->a);
+  if (is_poison(v)) return poison(s, e->loc);
+  int real = 0;
+  for (int i = 0; i < e->args.len; i++) real += ((Expr *)e->args.items[i])->kind != E_NONE;
+  if (real != v->ty.rank) {
+    char t[64];
+    shape_str(t, sizeof t, v->ty);
+    ERR(e->loc, "indexing a %s tile needs %d indices (besides None), got %d", t, v->ty.rank, real);
+    return poison(s, e->loc);
+  }
+  int axis = 0; /* position in the current value */
+  for (int i = 0; i < e->args.len; i++) {
+    const Expr *ix = e->args.items[i];
+    if (ix->kind == E_SLICE) {
+      axis++;
+      continue;
+    }
+    if (ix->kind == E_NONE) {
+      if (v->ty.rank >= CIR_MAX_RANK) {
+        ERR(ix->loc, "tiles have at most %d dimensions", CIR_MAX_RANK);
+        return poison(s, e->loc);
+      }
+      CirType t = v->ty;
+      for (int j = t.rank; j > axis; j--) t.shape[j] = t.shape[j - 1];
+      t.shape[axis] = 1;
+      t.rank++;
+      CirInst *x = emit(s, OP_EXPAND, t, ix->loc, 1, v);
+      x->axis = axis;
+      v = x;
+      axis++;
+      continue;
+    }
+    long long pos;
+    if (!const_int(s, ix, &pos, "a tile index")) return poison(s, e->loc);
+    int n = v->ty.shape[axis];
+    if (pos < 0) pos += n;
+    if (pos < 0 || pos >= n) {
+      ERR(ix->loc, "index %lld is out of range for an axis of extent %d", pos, n);
+      return poison(s, e->loc);
+    }
+    CirType t = v->ty;
+    for (int j = axis; j + 1 < t.rank; j++) t.shape[j] = t.shape[j + 1];
+    t.rank--;
+    t.shape[t.rank] = 0;
+    CirInst *x = emit(s, OP_PICK, t, ix->loc, 1, v);
+    x->axis = axis;
+    x->ival = pos;
+    v = x;
+  }
+  return v;
+}
+
+/* Classify one index of a load/store window. Returns 0 on error. */
+static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, CirIndex *out, int *rows) {
+  const CirExtent ext = t->shape[axis];
+  char ename[64];
+  cir_extent_str(ename, sizeof ename, s->p, ext);
+  if (ix->kind == E_SLICE) {
+    if (ext.sym >= 0) {
+      ERR(ix->loc, "':' takes all of axis %d of '%s', but its extent %s is not a compile-time constant",
+          axis, t->name, ename);
+      return 0;
+    }
+    out->kind = IX_FULL;
+    out->size = (int)ext.value;
+    *rows = out->size;
+    return 1;
+  }
+  if (ix->kind == E_NONE) {
+    ERR(ix->loc, "None is not a window index; expand the loaded tile instead");
+    return 0;
+  }
+  CirInst *v = expr(s, ix);
+  if (is_poison(v)) return 0;
+  if (v->ty.rank != 0 || v->ty.dt != DT_I32) {
+    char ty[64];
+    cir_type_str(ty, sizeof ty, v->ty);
+    ERR(ix->loc, "a window index must be an i32 scalar, got %s", ty);
+    return 0;
+  }
+  out->v = v;
+  if (is_chunk_index(v)) {
+    if (ext.sym < 0 || ext.sym != s->p->tokens_dim) {
+      ERR(ix->loc, "chunk index used on axis %d of '%s', whose extent %s is not the token axis %s",
+          axis, t->name, ename, s->p->tokens_dim >= 0 ? s->p->dims[s->p->tokens_dim].name : "(none)");
+      return 0;
+    }
+    out->kind = IX_CHUNK;
+    out->size = s->p->chunk;
+    *rows = out->size;
+    return 1;
+  }
+  if (v->op == OP_GRIDVAR) {
+    const CirAxis *ga = &s->k->axes[v->axis];
+    if (ga->kind == GA_RANGE && ga->block) {
+      CirExtent whole = {-1, ga->extent.value * ga->block};
+      if (!extent_eq(whole, ext)) {
+        ERR(ix->loc, "block index '%s' covers %lld elements in blocks of %d, but axis %d of '%s' has extent %s",
+            ga->var, whole.value, ga->block, axis, t->name, ename);
+        return 0;
+      }
+      out->kind = IX_BLOCK;
+      out->size = ga->block;
+      *rows = out->size;
+      return 1;
+    }
+    CirExtent range = ga->extent;
+    if (ga->kind == GA_DOCS) range = (CirExtent){s->p->docs_dim, 0};
+    if (!extent_eq(range, ext)) {
+      char rname[64];
+      cir_extent_str(rname, sizeof rname, s->p, range);
+      ERR(ix->loc, "index '%s' runs over %s, but axis %d of '%s' has extent %s", ga->var, rname, axis,
+          t->name, ename);
+      return 0;
+    }
+  }
+  out->kind = IX_SCALAR;
+  out->size = 0;
+  *rows = 0;
+  return 1;
+}
+
+static CirTensor *tensor_named(Sema *s, const char *name, Loc loc) {
+  Sym *y = find_sym(s, name);
+  if (!y) {
+    ERR(loc, "unknown tensor '%s'", name);
+    return NULL;
+  }
+  if (y->kind != SYM_TENSOR) {
+    ERR(loc, "'%s' is a %s, not a tensor", name, sym_kind_name(y->kind));
+    return NULL;
+  }
+  return y->ptr;
+}
+
+/* Resolve a window t[idx...]; fills inst->index and returns the tile type. */
+static int window(Sema *s, CirTensor *t, const PtrVec *args, Loc loc, CirInst *in, CirType *ty) {
+  if (args->len != t->rank) {
+    ERR(loc, "'%s' has %d axes, but the window gives %d indices", t->name, t->rank, args->len);
+    return 0;
+  }
+  int dims[CIR_MAX_TENSOR_RANK], nd = 0, ok = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int rows = 0;
+    if (!window_index(s, t, i, args->items[i], &in->index[i], &rows)) {
+      ok = 0;
+      continue;
+    }
+    if (in->index[i].kind != IX_SCALAR) dims[nd++] = rows;
+  }
+  if (!ok) return 0;
+  if (nd > CIR_MAX_RANK) {
+    ERR(loc, "a window selects a tile of at most %d dimensions; this one selects %d", CIR_MAX_RANK, nd);
+    return 0;
+  }
+  *ty = (CirType){t->dtype, nd, {nd > 0 ? dims[0] : 0, nd > 1 ? dims[1] : 0}};
+  return 1;
+}
+
+static CirInst *load_expr(Sema *s, const Expr *e) {
+  CirTensor *t = tensor_named(s, e->name, e->loc);
+  if (!t) return poison(s, e->loc);
+  CirInst *in = cir_inst_new(s->a, s->p, OP_LOAD, ty0(DT_NONE), e->loc, 0);
+  in->tensor = t;
+  CirType ty;
+  if (!window(s, t, &e->args, e->loc, in, &ty)) return poison(s, e->loc);
+  in->ty = ty;
+  if (t->optional && !e->b) {
+    ERR(e->loc, "'%s' is optional and may be absent: give the value to use then, e.g. `load %s[...] or 0`",
+        t->name, t->name);
+    return poison(s, e->loc);
+  }
+  if (!t->optional && e->b) {
+    ERR(e->b->loc, "'%s' is not optional, so a default after 'or' would never be used", t->name);
+    return poison(s, e->loc);
+  }
+  if (e->b) {
+    double v;
+    int is_int;
+    if (!const_eval(s, e->b, &v, &is_int)) return poison(s, e->loc);
+    in->fval = v; /* the value of every element when the tensor is absent */
+  }
+  cir_block_push(s->a, s->cur, in);
+  return in;
+}
+
+static int call_axis(Sema *s, const Expr *e, CirInst *x, int *axis) {
+  long long ax;
+  if (!const_int(s, e, &ax, "the axis")) return 0;
+  if (ax < 0) ax += x->ty.rank;
+  if (ax < 0 || ax >= x->ty.rank) {
+    ERR(e->loc, "axis %lld is out of range for a rank-%d tile", ax, x->ty.rank);
+    return 0;
+  }
+  *axis = (int)ax;
+  return 1;
+}
+
+static CirInst *call_expr(Sema *s, const Expr *e) {
+  int op = op_by_call_name(e->name);
+  if (op < 0) {
+    Sym *y = find_sym(s, e->name);
+    if (y) ERR(e->loc, "'%s' is a %s and cannot be called", e->name, sym_kind_name(y->kind));
+    else ERR(e->loc, "unknown function '%s'", e->name);
+    return poison(s, e->loc);
+  }
+  const OpInfo *oi = &cake_ops[op];
+  int n = e->args.len;
+  int lo = oi->arity, hi = oi->arity;
+  if (oi->kind == OK_MASK) lo = 1, hi = 2;
+  if (n < lo || n > hi) {
+    ERR(e->loc, "%s takes %d argument%s, got %d (%s)", e->name, lo, lo == 1 ? "" : "s", n, oi->doc);
+    return poison(s, e->loc);
+  }
+  Loc loc = e->loc;
+  if (oi->kind == OK_VALID) {
+    CirInst *c = expr(s, e->args.items[0]);
+    if (is_poison(c)) return poison(s, loc);
+    if (!is_chunk_index(c)) {
+      ERR(((Expr *)e->args.items[0])->loc, "valid() takes a chunk index (a grid index over chunks or a scan index)");
+      return poison(s, loc);
+    }
+    return emit(s, OP_VALID, ty1(DT_BOOL, s->p->chunk), loc, 1, c);
+  }
+  /* Operands that are tiles; axis / diagonal arguments are constants. */
+  int ntiles = n;
+  if (oi->kind == OK_MASK || oi->kind == OK_REDUCE || oi->kind == OK_SCAN) ntiles = 1;
+  CirInst *x[3] = {0};
+  for (int i = 0; i < ntiles; i++) {
+    x[i] = expr(s, e->args.items[i]);
+    if (is_poison(x[i])) return poison(s, loc);
+  }
+  char t0[64];
+  shape_str(t0, sizeof t0, x[0]->ty);
+  switch (oi->kind) {
+    case OK_UNARY:
+      if (!is_float(x[0]->ty.dt)) {
+        ERR(loc, "%s expects a float tile, got %s", e->name, t0);
+        return poison(s, loc);
+      }
+      return emit(s, op, (CirType){DT_F32, x[0]->ty.rank, {x[0]->ty.shape[0], x[0]->ty.shape[1]}}, loc, 1, x[0]);
+    case OK_BINARY: return binary(s, op, loc, x[0], x[1]);
+    case OK_SELECT: {
+      if (x[0]->ty.dt != DT_BOOL) {
+        ERR(((Expr *)e->args.items[0])->loc, "where() needs a bool condition, got %s", t0);
+        return poison(s, loc);
+      }
+      DType dt = arith_dtype(s, loc, "where()", x[1], x[2]);
+      if (dt == DT_NONE) return poison(s, loc);
+      CirType sh, sh2;
+      if (!broadcast(s, loc, "where()", x[1]->ty, x[2]->ty, &sh)) return poison(s, loc);
+      if (!broadcast(s, loc, "where()", x[0]->ty, sh, &sh2)) return poison(s, loc);
+      sh2.dt = dt;
+      return emit(s, op, sh2, loc, 3, x[0], x[1], x[2]);
+    }
+    case OK_MASK: {
+      if (x[0]->ty.rank != 2) {
+        ERR(loc, "%s needs a rank-2 tile, got %s", e->name, t0);
+        return poison(s, loc);
+      }
+      long long diag = 0;
+      if (n == 2 && !const_int(s, e->args.items[1], &diag, "the diagonal offset")) return poison(s, loc);
+      CirType t = x[0]->ty;
+      if (t.dt != DT_I32 && t.dt != DT_BOOL) t.dt = DT_F32;
+      CirInst *in = emit(s, op, t, loc, 1, x[0]);
+      in->ival = diag;
+      return in;
+    }
+    case OK_REDUCE:
+    case OK_SCAN: {
+      int axis;
+      if (x[0]->ty.rank == 0) {
+        ERR(loc, "%s needs a tile of rank 1 or 2, got a scalar", e->name);
+        return poison(s, loc);
+      }
+      if (x[0]->ty.dt == DT_BOOL) {
+        ERR(loc, "%s needs numbers, got %s", e->name, t0);
+        return poison(s, loc);
+      }
+      if (!call_axis(s, e->args.items[1], x[0], &axis)) return poison(s, loc);
+      CirType t = x[0]->ty;
+      if (t.dt != DT_I32) t.dt = DT_F32;
+      if (oi->kind == OK_REDUCE) {
+        for (int j = axis; j + 1 < t.rank; j++) t.shape[j] = t.shape[j + 1];
+        t.rank--;
+        t.shape[t.rank] = 0;
+      }
+      CirInst *in = emit(s, op, t, loc, 1, x[0]);
+      in->axis = axis;
+      return in;
+    }
+    case OK_SOLVE:
+      if (x[0]->ty.rank != 2 || x[0]->ty.shape[0] != x[0]->ty.shape[1] || !is_float(x[0]->ty.dt)) {
+        ERR(loc, "%s needs a square float tile, got %s", e->name, t0);
+        return poison(s, loc);
+      }
+      return emit(s, op, (CirType){DT_F32, 2, {x[0]->ty.shape[0], x[0]->ty.shape[0]}}, loc, 1, x[0]);
+    case OK_DECAY: {
+      for (int i = 0; i < 3; i++) {
+        if (x[i]->ty.rank != 2 || !is_float(x[i]->ty.dt)) {
+          char ti[64];
+          shape_str(ti, sizeof ti, x[i]->ty);
+          ERR(((Expr *)e->args.items[i])->loc, "%s argument %d must be a rank-2 float tile, got %s", e->name,
+              i + 1, ti);
+          return poison(s, loc);
+        }
+        if (x[i]->ty.shape[0] != x[0]->ty.shape[0] || x[i]->ty.shape[1] != x[0]->ty.shape[1]) {
+          char ti[64];
+          shape_str(ti, sizeof ti, x[i]->ty);
+          ERR(((Expr *)e->args.items[i])->loc, "shape mismatch in %s: argument %d is %s, argument 1 is %s",
+              e->name, i + 1, ti, t0);
+          return poison(s, loc);
+        }
+      }
+      int c = x[0]->ty.shape[0];
+      return emit(s, op, ty2(DT_F32, c, c), loc, 3, x[0], x[1], x[2]);
+    }
+    default: break;
+  }
+  cake_die("unhandled builtin kind for '%s'", e->name);
+}
+
+static CirInst *expr(Sema *s, const Expr *e) {
+  switch (e->kind) {
+    case E_INT: return const_inst(s, e->loc, (double)e->ival, 1);
+    case E_FLOAT: return const_inst(s, e->loc, e->fval, 0);
+    case E_NAME: return name_expr(s, e);
+    case E_UNARY: {
+      CirInst *a = expr(s, e->a);
+      if (is_poison(a)) return poison(s, e->loc);
+      if (e->op == '!') {
+        if (a->ty.dt != DT_BOOL) {
+          ERR(e->loc, "'!' needs a bool operand, got %s", dtype_name(a->ty.dt));
+          return poison(s, e->loc);
+        }
+        return emit(s, OP_NOT, a->ty, e->loc, 1, a);
+      }
+      if (a->ty.dt == DT_BOOL) {
+        ERR(e->loc, "unary '-' needs a number, got bool");
+        return poison(s, e->loc);
+      }
+      if (a->op == OP_CONST) return const_inst(s, e->loc, -a->fval, a->is_int);
+      CirType t = a->ty;
+      if (is_float(t.dt)) t.dt = DT_F32;
+      return emit(s, OP_NEG, t, e->loc, 1, a);
+    }
+    case E_BINARY: {
+      CirInst *a = expr(s, e->a);
+      CirInst *b = expr(s, e->b);
+      CirOp op = binop_of(e->op);
+      if (op == OP_MATMUL) return matmul(s, e->loc, a, b);
+      return binary(s, op, e->loc, a, b);
+    }
+    case E_CALL: return call_expr(s, e);
+    case E_INDEX: return tile_index(s, e);
+    case E_TRANSPOSE: {
+      CirInst *a = expr(s, e->a);
+      if (is_poison(a)) return poison(s, e->loc);
+      if (a->ty.rank != 2) {
+        char t[64];
+        shape_str(t, sizeof t, a->ty);
+        ERR(e->loc, "'.T' transposes a rank-2 tile, got %s", t);
+        return poison(s, e->loc);
+      }
+      return emit(s, OP_TRANSPOSE, ty2(a->ty.dt, a->ty.shape[1], a->ty.shape[0]), e->loc, 1, a);
+    }
+    case E_CAST: {
+      CirInst *a = expr(s, e->a);
+      if (is_poison(a)) return poison(s, e->loc);
+      if (a->ty.dt == DT_BOOL) {
+        ERR(e->loc, "cannot convert bool to %s; use where(b, 1.0, 0.0)", dtype_name(e->dtype));
+        return poison(s, e->loc);
+      }
+      CirType t = a->ty;
+      t.dt = e->dtype;
+      if (a->ty.dt == e->dtype) return a;
+      return emit(s, OP_CAST, t, e->loc, 1, a);
+    }
+    case E_LOAD: return load_expr(s, e);
+    case E_SLICE:
+      ERR(e->loc, "':' is only meaningful inside an index");
+      return poison(s, e->loc);
+    case E_NONE:
+      ERR(e->loc, "None is only meaningful inside an index");
+      return poison(s, e->loc);
+  }
+  cake_die("unhandled expression kind %d", e->kind);
+}
+
+/* ------------------------------------------------------------------ */
+/* statements                                                         */
+
+static void stmts(Sema *s, const PtrVec *body);
+
+static void assign_stmt(Sema *s, const Stmt *st) {
+  CirInst *v = expr(s, st->value);
+  Binding *b = lookup(s, st->name);
+  if (b && b->is_grid) {
+    ERR(st->name_loc, "cannot assign to grid index '%s'", st->name);
+    return;
+  }
+  if (!b) {
+    Sym *y = find_sym(s, st->name);
+    if (y) {
+      ERR(st->name_loc, "cannot assign to '%s', a %s of the program", st->name, sym_kind_name(y->kind));
+      diag_note(s->d, y->loc, "'%s' is defined here", st->name);
+      return;
+    }
+  }
+  if (b && s->depth > 0 && b->depth < s->depth && !b->is_carry) {
+    ERR(st->name_loc, "'%s' is defined outside the scan; only its carried values may be reassigned "
+                      "inside it (add '%s' to the scan's carry list)", st->name, st->name);
+    diag_note(s->d, b->loc, "'%s' is defined here", st->name);
+    return;
+  }
+  if (b && b->is_carry && b->depth == s->depth && !is_poison(v) && !is_poison(b->v)) {
+    CirType want = b->v->ty;
+    if (want.dt != v->ty.dt || want.rank != v->ty.rank || want.shape[0] != v->ty.shape[0] ||
+        want.shape[1] != v->ty.shape[1]) {
+      char t1[64], t2[64];
+      cir_type_str(t1, sizeof t1, want);
+      cir_type_str(t2, sizeof t2, v->ty);
+      ERR(st->value->loc, "carried value '%s' is %s, but this assigns %s; a carry keeps its type", st->name, t1,
+          t2);
+      return;
+    }
+  }
+  if (b && b->depth == s->depth) {
+    b->v = v;
+    b->loc = st->name_loc;
+    return;
+  }
+  bind(s, st->name, v, st->name_loc);
+}
+
+static void store_stmt(Sema *s, const Stmt *st) {
+  const Expr *t = st->target;
+  CirInst *v = expr(s, st->value);
+  CirTensor *ten = tensor_named(s, t->name, t->loc);
+  if (!ten) return;
+  if (ten->role == ROLE_IN) {
+    ERR(t->loc, "cannot store to '%s', an input; declare it out, temp or save", ten->name);
+    return;
+  }
+  CirInst *in = cir_inst_new(s->a, s->p, OP_STORE, ty0(DT_NONE), st->loc, 1);
+  in->tensor = ten;
+  CirType ty;
+  if (!window(s, ten, &t->args, t->loc, in, &ty)) return;
+  if (is_poison(v)) return;
+  if (v->ty.dt != ty.dt) {
+    ERR(st->value->loc, "dtype mismatch: '%s' holds %s, the stored value is %s; convert with `as %s`", ten->name,
+        dtype_name(ty.dt), dtype_name(v->ty.dt), dtype_name(ty.dt));
+    return;
+  }
+  int same = v->ty.rank == ty.rank;
+  for (int i = 0; same && i < ty.rank; i++) same = v->ty.shape[i] == ty.shape[i];
+  if (!same && v->ty.rank != 0) {
+    char t1[64], t2[64];
+    cir_type_str(t1, sizeof t1, ty);
+    cir_type_str(t2, sizeof t2, v->ty);
+    ERR(st->value->loc, "shape mismatch: the window of '%s' is %s, the stored value is %s", ten->name, t1, t2);
+    return;
+  }
+  in->args[0] = v;
+  in->ty = ty;
+  cir_block_push(s->a, s->cur, in);
+}
+
+static void for_stmt(Sema *s, const Stmt *st) {
+  if (s->scan) {
+    ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
+    return;
+  }
+  Binding *db = lookup(s, st->doc);
+  if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
+    ERR(st->doc_loc, "'%s' is not a grid index over docs; a scan walks the chunks of one document, "
+                     "so the kernel needs an axis like `n in docs`", st->doc);
+    return;
+  }
+  int nc = st->carries.len;
+  CirInst *f = cir_inst_new(s->a, s->p, OP_FOR, ty0(DT_NONE), st->loc, nc + 1);
+  f->args[0] = db->v;
+  f->reverse = st->reverse;
+  f->body = arena_alloc(s->a, sizeof(CirBlock));
+  Binding *carry_b[16];
+  if (nc > 16) {
+    ERR(st->loc, "a scan carries at most 16 values");
+    return;
+  }
+  for (int i = 0; i < nc; i++) {
+    const Ident *id = st->carries.items[i];
+    Binding *b = lookup(s, id->name);
+    if (!b) {
+      ERR(id->loc, "carried value '%s' must be given its initial value before the scan", id->name);
+      return;
+    }
+    if (b->is_grid) {
+      ERR(id->loc, "grid index '%s' cannot be carried", id->name);
+      return;
+    }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(((Ident *)st->carries.items[j])->name, id->name)) {
+        ERR(id->loc, "'%s' is carried twice", id->name);
+        return;
+      }
+    if (is_poison(b->v)) return;
+    f->args[i + 1] = b->v;
+  }
+  cir_block_push(s->a, s->cur, f);
+
+  CirBlock *outer = s->cur;
+  Binding *outer_scope = s->scope;
+  s->cur = f->body;
+  s->scan = f;
+  s->depth++;
+  CirInst *cv = emit(s, OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
+  cv->parent = f;
+  Binding *cb = bind(s, st->name, cv, st->name_loc);
+  cb->is_grid = 1;
+  for (int i = 0; i < nc; i++) {
+    const Ident *id = st->carries.items[i];
+    CirInst *c = emit(s, OP_CARRY, f->args[i + 1]->ty, id->loc, 0);
+    c->axis = i;
+    c->parent = f;
+    carry_b[i] = bind(s, id->name, c, id->loc);
+    carry_b[i]->is_carry = 1;
+  }
+  stmts(s, &st->body);
+  CirInst *y = emit(s, OP_YIELD, ty0(DT_NONE), st->loc, nc);
+  y->parent = f;
+  for (int i = 0; i < nc; i++) {
+    y->args[i] = carry_b[i]->v;
+    if (carry_b[i]->v->op == OP_CARRY && carry_b[i]->v->parent == f) {
+      const Ident *id = st->carries.items[i];
+      ERR(id->loc, "carried value '%s' is never assigned in the scan body", id->name);
+    }
+  }
+  s->depth--;
+  s->scan = NULL;
+  s->scope = outer_scope;
+  s->cur = outer;
+  for (int i = 0; i < nc; i++) {
+    const Ident *id = st->carries.items[i];
+    CirInst *r = emit(s, OP_FORRES, f->args[i + 1]->ty, id->loc, 1, f);
+    r->axis = i;
+    r->parent = f;
+    Binding *b = lookup(s, id->name);
+    b->v = r;
+  }
+}
+
+static void stmts(Sema *s, const PtrVec *body) {
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *st = body->items[i];
+    switch (st->kind) {
+      case S_ASSIGN: assign_stmt(s, st); break;
+      case S_STORE: store_stmt(s, st); break;
+      case S_FOR: for_stmt(s, st); break;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* declarations                                                       */
+
+static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
+  s->k = k;
+  s->cur = &k->body;
+  s->scope = NULL;
+  s->depth = 0;
+  s->scan = NULL;
+  k->threads = 128;
+  if (d->threads) {
+    long long t;
+    if (const_int(s, d->threads, &t, "the thread count")) {
+      if (t < 32 || t > 1024 || t % 32) ERR(d->threads->loc, "threads must be a multiple of 32 in [32, 1024], got %lld", t);
+      else k->threads = (int)t;
+    }
+  }
+  if (d->axes.len > CIR_MAX_AXES) {
+    ERR(d->loc, "a kernel grid has at most %d axes, got %d", CIR_MAX_AXES, d->axes.len);
+    return;
+  }
+  int nchunks = 0, ndocs = 0;
+  for (int i = 0; i < d->axes.len; i++) {
+    const Axis *ax = d->axes.items[i];
+    CirAxis *ca = &k->axes[k->naxes];
+    ca->var = ax->var.name;
+    ca->loc = ax->loc;
+    if (ax->kind == AX_CHUNKS || ax->kind == AX_DOCS) {
+      if (!s->p->chunk) {
+        ERR(ax->loc, "a grid over %s needs a `sequence` declaration", ax->kind == AX_CHUNKS ? "chunks" : "docs");
+        continue;
+      }
+      if (ax->kind == AX_DOCS && s->p->docs_dim < 0) {
+        ERR(ax->loc, "a grid over docs needs documents: declare `sequence T, docs N, chunk C`");
+        continue;
+      }
+      if ((ax->kind == AX_CHUNKS ? ++nchunks : ++ndocs) > 1) {
+        ERR(ax->loc, "a kernel has at most one grid axis over %s", ax->kind == AX_CHUNKS ? "chunks" : "docs");
+        continue;
+      }
+      ca->kind = ax->kind == AX_CHUNKS ? GA_CHUNKS : GA_DOCS;
+    } else {
+      ca->kind = GA_RANGE;
+      const Expr *ex = ax->extent;
+      if (ex->kind == E_BINARY && ex->op == '/') {
+        long long whole, blk;
+        if (!const_int(s, ex->a, &whole, "a blocked axis' extent") || !const_int(s, ex->b, &blk, "the block size"))
+          continue;
+        if (blk <= 0 || whole <= 0 || whole % blk) {
+          ERR(ex->loc, "blocked axis %lld / %lld: the block size must divide the extent", whole, blk);
+          continue;
+        }
+        ca->block = (int)blk;
+        ca->extent = (CirExtent){-1, whole / blk};
+      } else if (!extent_of(s, ex, &ca->extent)) {
+        continue;
+      }
+    }
+    for (int j = 0; j < k->naxes; j++)
+      if (!strcmp(k->axes[j].var, ca->var)) ERR(ax->var.loc, "grid index '%s' is declared twice", ca->var);
+    Sym *y = find_sym(s, ca->var);
+    if (y) {
+      ERR(ax->var.loc, "grid index '%s' hides the %s of the same name", ca->var, sym_kind_name(y->kind));
+      continue;
+    }
+    CirInst *gv = emit(s, OP_GRIDVAR, ty0(DT_I32), ax->var.loc, 0);
+    gv->axis = k->naxes;
+    gv->ival = ca->kind;
+    Binding *b = bind(s, ca->var, gv, ax->var.loc);
+    b->is_grid = 1;
+    k->naxes++;
+  }
+  stmts(s, &d->body);
+  cir_count_uses(k);
+}
+
+static void tensor_decl(Sema *s, const Decl *d) {
+  if (d->shape.len > CIR_MAX_TENSOR_RANK) {
+    ERR(d->loc, "tensors have at most %d axes", CIR_MAX_TENSOR_RANK);
+    return;
+  }
+  if (d->dtype == DT_BOOL) {
+    ERR(d->dtype_loc, "tensors cannot hold bool");
+    return;
+  }
+  CirExtent shape[CIR_MAX_TENSOR_RANK];
+  for (int i = 0; i < d->shape.len; i++)
+    if (!extent_of(s, d->shape.items[i], &shape[i])) return;
+  if (d->optional && d->role != ROLE_IN && d->role != ROLE_OUT) {
+    ERR(d->loc, "only in and out tensors can be optional");
+    return;
+  }
+  for (int i = 0; i < d->names.len; i++) {
+    const Ident *id = d->names.items[i];
+    Sym *y = add_sym(s, id->name, SYM_TENSOR, id->loc);
+    if (!y) continue;
+    CirTensor *t = arena_alloc(s->a, sizeof(CirTensor));
+    t->name = id->name;
+    t->role = d->role;
+    t->dtype = d->dtype;
+    t->rank = d->shape.len;
+    memcpy(t->shape, shape, sizeof(CirExtent) * (size_t)t->rank);
+    t->optional = d->optional;
+    t->loc = id->loc;
+    t->index = s->p->ntensors;
+    y->ptr = t;
+    s->p->tensors[s->p->ntensors++] = t;
+  }
+}
+
+static int count_decls(const Program *ast, DeclKind kind, int per_name) {
+  int n = 0;
+  for (int i = 0; i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    if (d->kind == kind) n += per_name ? d->names.len : 1;
+  }
+  return n;
+}
+
+CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
+  Sema ss = {0}, *s = &ss;
+  s->a = arena;
+  s->d = diag;
+  int errors0 = diag->errors;
+  CirProgram *p = arena_alloc(arena, sizeof(CirProgram));
+  s->p = p;
+  p->name = ast->name.name;
+  p->src = ast->src;
+  p->tokens_dim = p->docs_dim = -1;
+  p->dims = arena_alloc(arena, sizeof(CirDim) * (size_t)(count_decls(ast, D_DIM, 1) + 1));
+  p->tensors = arena_alloc(arena, sizeof(CirTensor *) * (size_t)(count_decls(ast, D_TENSOR, 1) + 1));
+  p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));
+  p->kernels = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_KERNEL, 0) + 1));
+  p->entries = arena_alloc(arena, sizeof(CirEntry *) * (size_t)(count_decls(ast, D_ENTRY, 0) + 1));
+
+  /* Pass 1: program-level names, in order (a name is usable after its declaration). */
+  const Decl *seq = NULL;
+  for (int i = 0; i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    switch (d->kind) {
+      case D_DIM:
+        for (int j = 0; j < d->names.len; j++) {
+          const Ident *id = d->names.items[j];
+          Sym *y = add_sym(s, id->name, SYM_DIM, id->loc);
+          if (!y) continue;
+          y->index = p->ndims;
+          p->dims[p->ndims++] = (CirDim){id->name, DIM_USER, id->loc};
+        }
+        break;
+      case D_CONST: {
+        double v;
+        int is_int;
+        if (!const_eval(s, d->value, &v, &is_int)) break;
+        Sym *y = add_sym(s, d->name.name, SYM_CONST, d->name.loc);
+        if (y) y->value = v, y->is_int = is_int;
+        break;
+      }
+      case D_SEQUENCE: {
+        if (seq) {
+          ERR(d->loc, "a program has one sequence declaration");
+          diag_note(s->d, seq->loc, "the first one is here");
+          break;
+        }
+        seq = d;
+        Sym *t = find_sym(s, d->seq_tokens.name);
+        if (!t || t->kind != SYM_DIM) {
+          ERR(d->seq_tokens.loc, "'%s' must be a dim declared before the sequence", d->seq_tokens.name);
+          break;
+        }
+        if (d->seq_docs.name) {
+          Sym *n = find_sym(s, d->seq_docs.name);
+          if (!n || n->kind != SYM_DIM) {
+            ERR(d->seq_docs.loc, "'%s' must be a dim declared before the sequence", d->seq_docs.name);
+            break;
+          }
+          if (n == t) {
+            ERR(d->seq_docs.loc, "tokens and docs must be different dims");
+            break;
+          }
+          p->docs_dim = n->index;
+          p->dims[n->index].role = DIM_DOCS;
+        }
+        long long c;
+        if (!const_int(s, d->seq_chunk, &c, "the chunk size")) break;
+        if (c < 16 || c > 256 || c % 16) {
+          ERR(d->seq_chunk->loc, "the chunk size must be a multiple of 16 in [16, 256], got %lld", c);
+          break;
+        }
+        p->tokens_dim = t->index;
+        p->dims[t->index].role = DIM_TOKENS;
+        p->chunk = (int)c;
+        break;
+      }
+      case D_TENSOR: tensor_decl(s, d); break;
+      case D_PARAM: {
+        if (d->dtype != DT_F32 && d->dtype != DT_I32) {
+          ERR(d->dtype_loc, "a parameter is f32 or i32, got %s", dtype_name(d->dtype));
+          break;
+        }
+        CirParam *pa = arena_alloc(arena, sizeof(CirParam));
+        pa->name = d->name.name;
+        pa->dtype = d->dtype;
+        pa->loc = d->name.loc;
+        if (d->value) {
+          int is_int;
+          if (!const_eval(s, d->value, &pa->def, &is_int)) break;
+          pa->has_default = 1;
+        }
+        Sym *y = add_sym(s, pa->name, SYM_PARAM, d->name.loc);
+        if (!y) break;
+        y->ptr = pa;
+        pa->index = p->nparams;
+        p->params[p->nparams++] = pa;
+        break;
+      }
+      case D_KERNEL: {
+        CirKernel *k = arena_alloc(arena, sizeof(CirKernel));
+        k->name = d->name.name;
+        k->loc = d->name.loc;
+        Sym *y = add_sym(s, k->name, SYM_KERNEL, d->name.loc);
+        if (!y) break;
+        y->ptr = k;
+        k->index = p->nkernels;
+        p->kernels[p->nkernels++] = k;
+        break;
+      }
+      case D_ENTRY: break;
+    }
+  }
+  if (diag->errors != errors0) return NULL;
+
+  /* Pass 2: kernel bodies, then entries. */
+  for (int i = 0, ki = 0; i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    if (d->kind == D_KERNEL) kernel_decl(s, d, p->kernels[ki++]);
+  }
+  for (int i = 0; i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    if (d->kind != D_ENTRY) continue;
+    Sym *y = add_sym(s, d->name.name, SYM_ENTRY, d->name.loc);
+    if (!y) continue;
+    CirEntry *en = arena_alloc(arena, sizeof(CirEntry));
+    en->name = d->name.name;
+    en->loc = d->name.loc;
+    en->stages = arena_alloc(arena, sizeof(CirKernel *) * (size_t)d->names.len);
+    for (int j = 0; j < d->names.len; j++) {
+      const Ident *id = d->names.items[j];
+      Sym *ky = find_sym(s, id->name);
+      if (!ky || ky->kind != SYM_KERNEL) {
+        ERR(id->loc, "entry '%s' lists '%s', which is not a kernel", en->name, id->name);
+        continue;
+      }
+      en->stages[en->nstages++] = ky->ptr;
+    }
+    y->ptr = en;
+    p->entries[p->nentries++] = en;
+  }
+  if (p->nkernels == 0 && diag->errors == errors0) ERR(ast->name.loc, "program '%s' has no kernels", p->name);
+  if (diag->errors != errors0) return NULL;
+  return p;
+}

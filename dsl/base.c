@@ -1,0 +1,141 @@
+#include "base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ArenaBlock {
+  ArenaBlock *next;
+  size_t size, used;
+  _Alignas(16) unsigned char data[];
+};
+
+enum { ARENA_BLOCK = 64 * 1024 };
+
+void arena_init(Arena *a) { memset(a, 0, sizeof *a); }
+
+void arena_free(Arena *a) {
+  ArenaBlock *b = a->head;
+  while (b) {
+    ArenaBlock *n = b->next;
+    free(b);
+    b = n;
+  }
+  a->head = NULL;
+  a->used_bytes = 0;
+}
+
+void *arena_alloc(Arena *a, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  ArenaBlock *b = a->head;
+  if (!b || b->used + size > b->size) {
+    size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+    b = malloc(sizeof(ArenaBlock) + cap);
+    if (!b) cake_die("out of memory allocating %zu bytes", cap);
+    b->size = cap;
+    b->used = 0;
+    b->next = a->head;
+    a->head = b;
+  }
+  void *p = b->data + b->used;
+  b->used += size;
+  a->used_bytes += size;
+  memset(p, 0, size);
+  return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n) {
+  char *p = arena_alloc(a, n + 1);
+  memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
+
+char *arena_printf(Arena *a, const char *fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *p = arena_alloc(a, (size_t)n + 1);
+  vsnprintf(p, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return p;
+}
+
+void ptrvec_push(Arena *a, PtrVec *v, void *item) {
+  if (v->len == v->cap) {
+    int cap = v->cap ? v->cap * 2 : 8;
+    void **items = arena_alloc(a, sizeof(void *) * (size_t)cap);
+    if (v->len) memcpy(items, v->items, sizeof(void *) * (size_t)v->len);
+    v->items = items;
+    v->cap = cap;
+  }
+  v->items[v->len++] = item;
+}
+
+void buf_init(Buf *b) { memset(b, 0, sizeof *b); }
+void buf_free(Buf *b) {
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+void buf_put(Buf *b, const void *p, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) cake_die("out of memory growing a buffer to %zu bytes", cap);
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+void buf_vprintf(Buf *b, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  char small[256];
+  if (n < (int)sizeof small) {
+    vsnprintf(small, sizeof small, fmt, ap);
+    buf_put(b, small, (size_t)n);
+    return;
+  }
+  char *tmp = malloc((size_t)n + 1);
+  if (!tmp) cake_die("out of memory");
+  vsnprintf(tmp, (size_t)n + 1, fmt, ap);
+  buf_put(b, tmp, (size_t)n);
+  free(tmp);
+}
+
+void buf_printf(Buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  buf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+char *buf_take(Buf *b) {
+  if (!b->data) buf_put(b, "", 0);
+  char *d = b->data;
+  memset(b, 0, sizeof *b);
+  return d;
+}
+
+_Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "cake: internal error at %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  abort();
+}

@@ -1,0 +1,55 @@
+/* base.h - memory arenas, growable arrays, internal errors.
+ *
+ * Contract: every allocation of one compilation comes from one Arena and is
+ * freed at once with arena_free(). Allocation failure is an internal error
+ * (cake_die), never a silent NULL. cake_die() is for bugs in the compiler
+ * itself; user errors go through diag.h.
+ */
+#ifndef CAKE_BASE_H
+#define CAKE_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct Arena {
+  ArenaBlock *head;
+  size_t used_bytes;
+} Arena;
+
+void arena_init(Arena *a);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t size);          /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A growable array of pointers living in an arena. */
+typedef struct PtrVec {
+  void **items;
+  int len, cap;
+} PtrVec;
+void ptrvec_push(Arena *a, PtrVec *v, void *item);
+
+/* A growable byte buffer on the heap (for output text). */
+typedef struct Buf {
+  char *data;
+  size_t len, cap;
+} Buf;
+void buf_init(Buf *b);
+void buf_free(Buf *b);
+void buf_put(Buf *b, const void *p, size_t n);
+void buf_puts(Buf *b, const char *s);
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(Buf *b, const char *fmt, va_list ap);
+char *buf_take(Buf *b); /* NUL-terminated; caller frees */
+
+_Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define cake_die(...) cake_die_at(__FILE__, __LINE__, __VA_ARGS__)
+#define CAKE_ASSERT(c) \
+  do { if (!(c)) cake_die("assertion failed: %s", #c); } while (0)
+
+#endif

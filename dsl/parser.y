@@ -1,0 +1,324 @@
+/* parser.y - the grammar of the Cake language (see dsl/README.md).
+ *
+ * A pure (reentrant) bison parser with locations. It builds the AST of
+ * ast.h in the caller's arena; it checks syntax only. Several syntax errors
+ * are reported per run: a broken declaration or statement is skipped and
+ * parsing resumes at the next one. */
+%define api.pure full
+%define api.prefix {cake_yy}
+%define parse.error detailed
+%locations
+%param {void *scanner}
+%parse-param {struct ParseCtx *pc}
+
+%code requires {
+#include "parse_ctx.h"
+}
+
+%code {
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cake_yylex(CAKE_YYSTYPE *yylval, CAKE_YYLTYPE *yylloc, void *scanner);
+static void cake_yyerror(CAKE_YYLTYPE *l, void *scanner, struct ParseCtx *pc, const char *msg);
+
+#define L(x) parse_loc(pc, &(x))
+#define NEW(T) ((T *)arena_alloc(pc->arena, sizeof(T)))
+
+static Expr *mk_expr(struct ParseCtx *pc, ExprKind k, Loc loc) {
+  Expr *e = NEW(Expr);
+  e->kind = k;
+  e->loc = loc;
+  return e;
+}
+
+static Expr *mk_binary(struct ParseCtx *pc, int op, Expr *a, Expr *b, Loc oploc) {
+  Expr *e = mk_expr(pc, E_BINARY, oploc);
+  e->op = op;
+  e->a = a;
+  e->b = b;
+  return e;
+}
+
+static Ident *mk_ident(struct ParseCtx *pc, const char *name, Loc loc) {
+  Ident *id = NEW(Ident);
+  id->name = name;
+  id->loc = loc;
+  return id;
+}
+
+static PtrVec one(struct ParseCtx *pc, void *p) {
+  PtrVec v = {0};
+  ptrvec_push(pc->arena, &v, p);
+  return v;
+}
+}
+
+%union {
+  const char *text;
+  DType dtype;
+  Expr *expr;
+  Stmt *stmt;
+  Decl *decl;
+  Axis *axis;
+  Ident *ident;
+  PtrVec vec;
+  int ival;
+}
+
+%token PROGRAM "program" DIM "dim" CONST "const" SEQUENCE "sequence" DOCS "docs"
+%token CHUNK "chunk" CHUNKS "chunks" IN "in" OUT "out" TEMP "temp" SAVE "save"
+%token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
+%token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
+%token REVERSE "reverse" CARRY "carry" AS "as" NONE "None"
+%token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
+%token <text> IDENT "name" INT "integer" FLOAT "number"
+%token <dtype> DTYPE "dtype"
+
+%type <expr> expr postfix primary index_item opt_default opt_threads
+%type <vec> decls ident_list expr_list index_list const_list axis_list stmts opt_carry args
+%type <decl> decl const_item
+%type <stmt> stmt
+%type <axis> axis
+%type <ival> role opt_optional opt_reverse
+
+%left OR
+%left OROR
+%left ANDAND
+%nonassoc '<' '>' LE GE EQ NE
+%left '+' '-'
+%left '*' '/' '@' '%'
+%left AS
+%right UMINUS '!'
+
+%%
+
+/* program := "program" name decl* */
+program
+  : PROGRAM IDENT decls {
+      pc->prog->name.name = $2;
+      pc->prog->name.loc = L(@2);
+      pc->prog->decls = $3;
+    }
+  ;
+
+decls
+  : %empty          { memset(&$$, 0, sizeof $$); }
+  | decls decl      { $$ = $1; if ($2) ptrvec_push(pc->arena, &$$, $2); }
+  | decls CONST const_list {
+      /* `const a = 1, b = 2` declares each constant in turn */
+      $$ = $1;
+      for (int i = 0; i < $3.len; i++) ptrvec_push(pc->arena, &$$, $3.items[i]);
+    }
+  | decls error     { $$ = $1; }
+  ;
+
+/* decl := "dim" names | "const" name "=" expr ("," ...)* | "sequence" ...
+ *       | role names ":" dtype "[" exprs "]" ["optional"]
+ *       | "param" name ":" dtype ["=" expr]
+ *       | "kernel" name "over" "(" axes ")" ["threads" expr] "{" stmt* "}"
+ *       | "entry" name "=" names */
+decl
+  : DIM ident_list {
+      $$ = NEW(Decl); $$->kind = D_DIM; $$->loc = L(@1); $$->names = $2;
+    }
+  | SEQUENCE IDENT ',' DOCS IDENT ',' CHUNK expr {
+      $$ = NEW(Decl); $$->kind = D_SEQUENCE; $$->loc = L(@1);
+      $$->seq_tokens = (Ident){$2, L(@2)};
+      $$->seq_docs = (Ident){$5, L(@5)};
+      $$->seq_chunk = $8;
+    }
+  | SEQUENCE IDENT ',' CHUNK expr {
+      $$ = NEW(Decl); $$->kind = D_SEQUENCE; $$->loc = L(@1);
+      $$->seq_tokens = (Ident){$2, L(@2)};
+      $$->seq_chunk = $5;
+    }
+  | role ident_list ':' DTYPE '[' expr_list ']' opt_optional {
+      $$ = NEW(Decl); $$->kind = D_TENSOR; $$->loc = L(@1);
+      $$->role = (Role)$1; $$->names = $2; $$->dtype = $4; $$->dtype_loc = L(@4);
+      $$->shape = $6; $$->optional = $8;
+    }
+  | PARAM IDENT ':' DTYPE opt_default {
+      $$ = NEW(Decl); $$->kind = D_PARAM; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)}; $$->dtype = $4; $$->dtype_loc = L(@4); $$->value = $5;
+    }
+  | KERNEL IDENT OVER '(' axis_list ')' opt_threads '{' stmts '}' {
+      $$ = NEW(Decl); $$->kind = D_KERNEL; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)}; $$->axes = $5; $$->threads = $7; $$->body = $9;
+    }
+  | ENTRY IDENT '=' ident_list {
+      $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)}; $$->names = $4;
+    }
+  ;
+
+role
+  : IN   { $$ = ROLE_IN; }
+  | OUT  { $$ = ROLE_OUT; }
+  | TEMP { $$ = ROLE_TEMP; }
+  | SAVE { $$ = ROLE_SAVE; }
+  ;
+
+opt_optional
+  : %empty    { $$ = 0; }
+  | OPTIONAL  { $$ = 1; }
+  ;
+
+opt_default
+  : %empty    { $$ = NULL; }
+  | '=' expr  { $$ = $2; }
+  ;
+
+opt_threads
+  : %empty        { $$ = NULL; }
+  | THREADS expr  { $$ = $2; }
+  ;
+
+const_list
+  : const_item                 { $$ = one(pc, $1); }
+  | const_list ',' const_item  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+const_item
+  : IDENT '=' expr {
+      $$ = NEW(Decl); $$->kind = D_CONST; $$->loc = L(@1);
+      $$->name = (Ident){$1, L(@1)}; $$->value = $3;
+    }
+  ;
+
+ident_list
+  : IDENT                 { $$ = one(pc, mk_ident(pc, $1, L(@1))); }
+  | ident_list ',' IDENT  { $$ = $1; ptrvec_push(pc->arena, &$$, mk_ident(pc, $3, L(@3))); }
+  ;
+
+/* axis := name "in" ("chunks" | "docs" | expr) */
+axis_list
+  : axis                { $$ = one(pc, $1); }
+  | axis_list ',' axis  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+axis
+  : IDENT IN CHUNKS  { $$ = NEW(Axis); $$->kind = AX_CHUNKS; $$->var = (Ident){$1, L(@1)}; $$->loc = L(@3); }
+  | IDENT IN DOCS    { $$ = NEW(Axis); $$->kind = AX_DOCS; $$->var = (Ident){$1, L(@1)}; $$->loc = L(@3); }
+  | IDENT IN expr    { $$ = NEW(Axis); $$->kind = AX_RANGE; $$->var = (Ident){$1, L(@1)}; $$->extent = $3; $$->loc = $3->loc; }
+  ;
+
+stmts
+  : %empty       { memset(&$$, 0, sizeof $$); }
+  | stmts stmt   { $$ = $1; ptrvec_push(pc->arena, &$$, $2); }
+  | stmts error  { $$ = $1; }
+  ;
+
+/* stmt := name "=" expr
+ *       | "store" name "[" indices "]" "=" expr
+ *       | "for" name "in" ["reverse"] "chunks" "(" name ")" ["carry" names] "{" stmt* "}" */
+stmt
+  : IDENT '=' expr {
+      $$ = NEW(Stmt); $$->kind = S_ASSIGN; $$->loc = L(@1);
+      $$->name = $1; $$->name_loc = L(@1); $$->value = $3;
+    }
+  | STORE IDENT '[' index_list ']' '=' expr {
+      $$ = NEW(Stmt); $$->kind = S_STORE; $$->loc = L(@1);
+      Expr *t = mk_expr(pc, E_INDEX, L(@2));
+      t->name = $2; t->args = $4;
+      t->a = mk_expr(pc, E_NAME, L(@2)); t->a->name = $2;
+      $$->target = t; $$->value = $7;
+    }
+  | FOR IDENT IN opt_reverse CHUNKS '(' IDENT ')' opt_carry '{' stmts '}' {
+      $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
+      $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
+      $$->doc = $7; $$->doc_loc = L(@7); $$->carries = $9; $$->body = $11;
+    }
+  ;
+
+opt_reverse
+  : %empty   { $$ = 0; }
+  | REVERSE  { $$ = 1; }
+  ;
+
+opt_carry
+  : %empty            { memset(&$$, 0, sizeof $$); }
+  | CARRY ident_list  { $$ = $2; }
+  ;
+
+expr
+  : expr '+' expr   { $$ = mk_binary(pc, '+', $1, $3, L(@2)); }
+  | expr '-' expr   { $$ = mk_binary(pc, '-', $1, $3, L(@2)); }
+  | expr '*' expr   { $$ = mk_binary(pc, '*', $1, $3, L(@2)); }
+  | expr '/' expr   { $$ = mk_binary(pc, '/', $1, $3, L(@2)); }
+  | expr '%' expr   { $$ = mk_binary(pc, '%', $1, $3, L(@2)); }
+  | expr '@' expr   { $$ = mk_binary(pc, '@', $1, $3, L(@2)); }
+  | expr '<' expr   { $$ = mk_binary(pc, '<', $1, $3, L(@2)); }
+  | expr '>' expr   { $$ = mk_binary(pc, '>', $1, $3, L(@2)); }
+  | expr LE expr    { $$ = mk_binary(pc, LE, $1, $3, L(@2)); }
+  | expr GE expr    { $$ = mk_binary(pc, GE, $1, $3, L(@2)); }
+  | expr EQ expr    { $$ = mk_binary(pc, EQ, $1, $3, L(@2)); }
+  | expr NE expr    { $$ = mk_binary(pc, NE, $1, $3, L(@2)); }
+  | expr ANDAND expr { $$ = mk_binary(pc, ANDAND, $1, $3, L(@2)); }
+  | expr OROR expr  { $$ = mk_binary(pc, OROR, $1, $3, L(@2)); }
+  | expr OR expr {
+      /* `load x[...] or default`: the default of an optional tensor */
+      if ($1->kind != E_LOAD || $1->b) {
+        diag_error(pc->diag, L(@2), "'or' gives the default of an optional tensor and must follow a load");
+        $$ = $1;
+      } else {
+        $1->b = $3;
+        $$ = $1;
+      }
+    }
+  | '-' expr %prec UMINUS { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '-'; $$->a = $2; }
+  | '!' expr              { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '!'; $$->a = $2; }
+  | expr AS DTYPE         { $$ = mk_expr(pc, E_CAST, L(@2)); $$->a = $1; $$->dtype = $3; }
+  | postfix               { $$ = $1; }
+  ;
+
+postfix
+  : primary                          { $$ = $1; }
+  | postfix '[' index_list ']'       { $$ = mk_expr(pc, E_INDEX, L(@2)); $$->a = $1; $$->args = $3; }
+  | postfix '.' IDENT {
+      if (strcmp($3, "T") != 0)
+        diag_error(pc->diag, L(@3), "unknown tile attribute '.%s' (only '.T', the transpose, exists)", $3);
+      $$ = mk_expr(pc, E_TRANSPOSE, L(@3)); $$->a = $1;
+    }
+  | IDENT '(' args ')'               { $$ = mk_expr(pc, E_CALL, L(@1)); $$->name = $1; $$->args = $3; }
+  ;
+
+primary
+  : INT    { $$ = mk_expr(pc, E_INT, L(@1)); $$->text = $1; $$->ival = strtoll($1, NULL, 10); $$->fval = (double)$$->ival; }
+  | FLOAT  { $$ = mk_expr(pc, E_FLOAT, L(@1)); $$->text = $1; $$->fval = strtod($1, NULL); }
+  | IDENT  { $$ = mk_expr(pc, E_NAME, L(@1)); $$->name = $1; }
+  | '(' expr ')'  { $$ = $2; }
+  | LOAD IDENT '[' index_list ']' {
+      $$ = mk_expr(pc, E_LOAD, L(@2)); $$->name = $2; $$->args = $4;
+      $$->loc.col = @1.first_column; /* underline from 'load' to the name */
+    }
+  ;
+
+args
+  : %empty     { memset(&$$, 0, sizeof $$); }
+  | expr_list  { $$ = $1; }
+  ;
+
+expr_list
+  : expr                { $$ = one(pc, $1); }
+  | expr_list ',' expr  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+index_list
+  : index_item                 { $$ = one(pc, $1); }
+  | index_list ',' index_item  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+index_item
+  : expr  { $$ = $1; }
+  | ':'   { $$ = mk_expr(pc, E_SLICE, L(@1)); }
+  | NONE  { $$ = mk_expr(pc, E_NONE, L(@1)); }
+  ;
+
+%%
+
+static void cake_yyerror(CAKE_YYLTYPE *l, void *scanner, struct ParseCtx *pc, const char *msg) {
+  (void)scanner;
+  diag_error(pc->diag, parse_loc(pc, l), "%s", msg);
+}

@@ -1,0 +1,456 @@
+/* backend.c - MLIR pass pipeline, LLVM NVPTX, ptxas and fatbinary.
+ *
+ * One MLIR context per backend. Per kernel and target: build the module
+ * (lower_kernel), verify it, run the pass pipeline (one string, parsed with
+ * mlirParsePassPipeline), translate the gpu.module to LLVM IR, optimise at
+ * O3, print PTX with the NVPTX target machine, then run ptxas for the cubin.
+ * ptxas and fatbinary are the CUDA toolkit's own programs; they run with
+ * fixed arguments in a private temporary directory, so their output does not
+ * depend on where or when cakec runs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <mlir-c/Conversion.h>
+#include <mlir-c/Diagnostics.h>
+#include <mlir-c/Dialect/GPU.h>
+#include <mlir-c/Dialect/LLVM.h>
+#include <mlir-c/Pass.h>
+#include <mlir-c/RegisterEverything.h>
+#include <mlir-c/Target/LLVMIR.h>
+#include <mlir-c/Transforms.h>
+
+#include "backend.h"
+#include "lower.h"
+
+extern char **environ;
+
+void LLVMInitializeNVPTXTargetInfo(void);
+void LLVMInitializeNVPTXTarget(void);
+void LLVMInitializeNVPTXTargetMC(void);
+void LLVMInitializeNVPTXAsmPrinter(void);
+
+static const char *const PIPELINE =
+    "builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{index-bitwidth=64},"
+    "canonicalize,cse,reconcile-unrealized-casts))";
+static const char *const PTX_FEATURES = "+ptx88";
+
+struct Backend {
+  MlirContext ctx;
+  char ptxas[1024], fatbinary[1024];
+  int ptxas_targets_checked;
+  Diag *diag;  /* for MLIR diagnostics during one compile */
+};
+
+const char *backend_ptx_target(const char *target) {
+  if (!strcmp(target, "sm_90a") || !strcmp(target, "sm_100a") || !strcmp(target, "sm_103a")) return target;
+  if (!strcmp(target, "sm_107a")) return "sm_100f"; /* LLVM 22 knows the family, not the chip */
+  return NULL;
+}
+
+static void append_cb(MlirStringRef s, void *user) { buf_put((Buf *)user, s.data, s.length); }
+
+static MlirLogicalResult diag_to_cake(MlirDiagnostic d, void *user) {
+  Backend *be = user;
+  Buf b;
+  buf_init(&b);
+  mlirLocationPrint(mlirDiagnosticGetLocation(d), append_cb, &b);
+  buf_puts(&b, ": ");
+  mlirDiagnosticPrint(d, append_cb, &b);
+  if (be->diag) diag_plain(be->diag, "in MLIR lowering: %s", b.data);
+  buf_free(&b);
+  return mlirLogicalResultSuccess();
+}
+
+Backend *backend_create(Diag *diag, const char *cuda_root) {
+  Backend *be = calloc(1, sizeof *be);
+  if (!cuda_root) cuda_root = getenv("CAKE_CUDA_ROOT");
+  if (!cuda_root) cuda_root = "/usr/local/cuda";
+  snprintf(be->ptxas, sizeof be->ptxas, "%s/bin/ptxas", cuda_root);
+  snprintf(be->fatbinary, sizeof be->fatbinary, "%s/bin/fatbinary", cuda_root);
+  MlirDialectRegistry reg = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(reg);
+  be->ctx = mlirContextCreateWithRegistry(reg, false);
+  mlirDialectRegistryDestroy(reg);
+  static const char *const dialects[] = {"builtin", "gpu", "llvm", "nvvm", "arith", "scf", "cf"};
+  for (size_t i = 0; i < sizeof dialects / sizeof dialects[0]; i++)
+    mlirContextGetOrLoadDialect(be->ctx, mlirStringRefCreateFromCString(dialects[i]));
+  mlirRegisterAllLLVMTranslations(be->ctx);
+  static int registered;
+  if (!registered) {
+    mlirRegisterConversionPasses();
+    mlirRegisterTransformsPasses();
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    registered = 1;
+  }
+  mlirContextAttachDiagnosticHandler(be->ctx, diag_to_cake, be, NULL);
+  return be;
+}
+
+void backend_destroy(Backend *be) {
+  if (!be) return;
+  mlirContextDestroy(be->ctx);
+  free(be);
+}
+
+void kernel_binary_free(KernelBinary *kb) {
+  free(kb->symbol);
+  free(kb->mlir);
+  free(kb->llvm);
+  free(kb->ptx);
+  free(kb->cubin);
+  free(kb->note);
+  memset(kb, 0, sizeof *kb);
+}
+
+/* ---- running the CUDA tools ---- */
+
+static int write_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t w = fwrite(data, 1, n, f);
+  return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+static unsigned char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *d = malloc((size_t)n + 1);
+  if (n < 0 || !d || fread(d, 1, (size_t)n, f) != (size_t)n) {
+    free(d);
+    fclose(f);
+    return NULL;
+  }
+  d[n] = 0;
+  fclose(f);
+  *len = (size_t)n;
+  return d;
+}
+
+/* Run argv in `dir`; its stdout and stderr go to `log`. Returns the exit status. */
+static int run_tool(char *const argv[], const char *dir, Buf *log) {
+  char logpath[1200];
+  snprintf(logpath, sizeof logpath, "%s/tool.log", dir);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    buf_printf(log, "cannot run %s: %s", argv[0], strerror(rc));
+    return -1;
+  }
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  size_t n;
+  unsigned char *out = read_file(logpath, &n);
+  if (out) {
+    buf_put(log, out, n);
+    free(out);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int make_tmpdir(char *out, size_t n) {
+  const char *t = getenv("TMPDIR");
+  snprintf(out, n, "%s/cakec-XXXXXX", t && *t ? t : "/tmp");
+  return mkdtemp(out) ? 0 : -1;
+}
+
+static void remove_tmpdir(const char *dir, const char *const *files, int nfiles) {
+  char p[1200];
+  for (int i = 0; i < nfiles; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  snprintf(p, sizeof p, "%s/tool.log", dir);
+  unlink(p);
+  rmdir(dir);
+}
+
+static int ptxas_knows(Backend *be, const char *target) {
+  /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked each time */
+  if (strcmp(target, "sm_107a") != 0) return 1;
+  char dir[1100];
+  if (make_tmpdir(dir, sizeof dir)) return 0;
+  char arch[64];
+  snprintf(arch, sizeof arch, "-arch=%s", target);
+  char *argv[] = {be->ptxas, arch, "--version", NULL};
+  Buf log;
+  buf_init(&log);
+  int rc = run_tool(argv, dir, &log);
+  int ok = rc == 0 && !strstr(log.data ? log.data : "", "not defined");
+  buf_free(&log);
+  remove_tmpdir(dir, NULL, 0);
+  return ok;
+}
+
+static void parse_ptxas_report(const char *log, KernelBinary *kb) {
+  const char *p;
+  if ((p = strstr(log, "bytes stack frame"))) {
+    const char *q = p;
+    while (q > log && q[-1] != '\n' && q[-1] != '\t' && q[-1] != ' ') q--;
+    kb->stack_bytes = atoi(q);
+  }
+  if ((p = strstr(log, "bytes spill stores"))) {
+    const char *q = p;
+    while (q > log && q[-1] != ' ') q--;
+    q--;
+    while (q > log && q[-1] != ' ') q--;
+    kb->spill_bytes = atoi(q);
+  }
+  if ((p = strstr(log, "bytes spill loads"))) {
+    const char *q = p;
+    while (q > log && q[-1] != ' ') q--;
+    q--;
+    while (q > log && q[-1] != ' ') q--;
+    kb->spill_bytes += atoi(q);
+  }
+  if ((p = strstr(log, "Used "))) kb->registers = atoi(p + 5);
+}
+
+static int run_ptxas(Backend *be, Diag *diag, KernelBinary *kb) {
+  char dir[1100];
+  if (make_tmpdir(dir, sizeof dir)) {
+    diag_plain(diag, "cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  char in[1200], out[1200], arch[64];
+  snprintf(in, sizeof in, "%s/kernel.ptx", dir);
+  snprintf(out, sizeof out, "%s/kernel.cubin", dir);
+  snprintf(arch, sizeof arch, "-arch=%s", kb->target);
+  static const char *const files[] = {"kernel.ptx", "kernel.cubin"};
+  if (write_file(in, kb->ptx, strlen(kb->ptx))) {
+    diag_plain(diag, "cannot write %s", in);
+    remove_tmpdir(dir, files, 2);
+    return -1;
+  }
+  char *argv[] = {be->ptxas, arch, "-O3", "-v", in, "-o", out, NULL};
+  Buf log;
+  buf_init(&log);
+  int rc = run_tool(argv, dir, &log);
+  if (rc != 0) {
+    if (access(be->ptxas, X_OK) != 0)
+      diag_plain(diag, "ptxas not found at %s: install the CUDA 13.0 toolkit or set CAKE_CUDA_ROOT", be->ptxas);
+    else
+      diag_plain(diag, "ptxas failed for %s (%s):\n%s", kb->symbol, kb->target, log.data ? log.data : "");
+    buf_free(&log);
+    remove_tmpdir(dir, files, 2);
+    return -1;
+  }
+  parse_ptxas_report(log.data ? log.data : "", kb);
+  buf_free(&log);
+  kb->cubin = read_file(out, &kb->cubin_len);
+  remove_tmpdir(dir, files, 2);
+  if (!kb->cubin) {
+    diag_plain(diag, "ptxas produced no cubin for %s", kb->symbol);
+    return -1;
+  }
+  return 0;
+}
+
+int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, unsigned char **outp, size_t *len) {
+  char dir[1100];
+  if (make_tmpdir(dir, sizeof dir)) {
+    diag_plain(diag, "cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  char *argv[64];
+  char imgs[16][2600], names[16][64], create[1300];
+  const char *files[20];
+  int na = 0, nf = 0;
+  argv[na++] = be->fatbinary;
+  argv[na++] = "-64";
+  argv[na++] = "--compress=false";
+  snprintf(create, sizeof create, "--create=%s/kernel.fatbin", dir);
+  argv[na++] = create;
+  for (int i = 0; i < n && i < 16; i++) {
+    const KernelBinary *kb = &bins[i];
+    const char *sm = (kb->cubin ? kb->target : kb->ptx_target) + 3; /* "90a" */
+    snprintf(names[i], sizeof names[i], "image%d.%s", i, kb->cubin ? "cubin" : "ptx");
+    char path[2200];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    int w = kb->cubin ? write_file(path, kb->cubin, kb->cubin_len) : write_file(path, kb->ptx, strlen(kb->ptx));
+    if (w) {
+      diag_plain(diag, "cannot write %s", path);
+      return -1;
+    }
+    files[nf++] = names[i];
+    snprintf(imgs[i], sizeof imgs[i], "--image3=kind=%s,sm=%s,file=%s", kb->cubin ? "elf" : "ptx", sm, path);
+    argv[na++] = imgs[i];
+  }
+  argv[na] = NULL;
+  files[nf++] = "kernel.fatbin";
+  Buf log;
+  buf_init(&log);
+  int rc = run_tool(argv, dir, &log);
+  if (rc != 0) {
+    diag_plain(diag, "fatbinary failed (%s):\n%s", be->fatbinary, log.data ? log.data : "");
+    buf_free(&log);
+    remove_tmpdir(dir, files, nf);
+    return -1;
+  }
+  buf_free(&log);
+  char out[1200];
+  snprintf(out, sizeof out, "%s/kernel.fatbin", dir);
+  *outp = read_file(out, len);
+  remove_tmpdir(dir, files, nf);
+  if (!*outp) {
+    diag_plain(diag, "fatbinary produced no output");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- MLIR -> LLVM -> PTX ---- */
+
+static char *print_op(MlirOperation op, int debuginfo) {
+  Buf b;
+  buf_init(&b);
+  MlirOpPrintingFlags fl = mlirOpPrintingFlagsCreate();
+  if (debuginfo) mlirOpPrintingFlagsEnableDebugInfo(fl, true, false);
+  mlirOperationPrintWithFlags(op, fl, append_cb, &b);
+  mlirOpPrintingFlagsDestroy(fl);
+  buf_puts(&b, "\n");
+  return buf_take(&b);
+}
+
+static char *emit_ptx(Diag *diag, LLVMModuleRef lm, const char *cpu, char **llvm_text) {
+  char *err = NULL;
+  LLVMTargetRef tgt;
+  if (LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &tgt, &err)) {
+    diag_plain(diag, "LLVM has no NVPTX target: %s", err);
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(tgt, "nvptx64-nvidia-cuda", cpu, PTX_FEATURES,
+                                                    LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                    LLVMCodeModelDefault);
+  LLVMSetTarget(lm, "nvptx64-nvidia-cuda");
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *dl = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(lm, dl);
+  LLVMDisposeMessage(dl);
+  LLVMDisposeTargetData(td);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(lm, "default<O3>", tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    diag_plain(diag, "LLVM optimisation failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    LLVMDisposeTargetMachine(tm);
+    return NULL;
+  }
+  if (llvm_text) {
+    char *s = LLVMPrintModuleToString(lm);
+    *llvm_text = strdup(s);
+    LLVMDisposeMessage(s);
+  }
+  LLVMMemoryBufferRef mb;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, lm, LLVMAssemblyFile, &err, &mb)) {
+    diag_plain(diag, "NVPTX code generation failed: %s", err);
+    LLVMDisposeMessage(err);
+    LLVMDisposeTargetMachine(tm);
+    return NULL;
+  }
+  size_t n = LLVMGetBufferSize(mb);
+  char *ptx = malloc(n + 1);
+  memcpy(ptx, LLVMGetBufferStart(mb), n);
+  ptx[n] = 0;
+  LLVMDisposeMemoryBuffer(mb);
+  LLVMDisposeTargetMachine(tm);
+  return ptx;
+}
+
+int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
+                    const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
+                    KernelBinary *out) {
+  memset(out, 0, sizeof *out);
+  out->target = target;
+  out->ptx_target = backend_ptx_target(target);
+  out->symbol = strdup(symbol);
+  if (!out->ptx_target) {
+    diag_plain(diag, "unknown target '%s' (known: sm_90a, sm_100a, sm_103a, sm_107a)", target);
+    return -1;
+  }
+  be->diag = diag;
+  int errors0 = diag->errors;
+  MlirLocation loc = mlirLocationUnknownGet(be->ctx);
+  MlirModule mod = mlirModuleCreateEmpty(loc);
+  MlirOperation mop = mlirModuleGetOperation(mod);
+  mlirOperationSetDiscardableAttributeByName(mop, mlirStringRefCreateFromCString("gpu.container_module"),
+                                             mlirUnitAttrGet(be->ctx));
+  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, symbol, &out->shared_bytes);
+  if (rc) goto fail;
+  if (!mlirOperationVerify(mop)) {
+    diag_plain(diag, "internal error: the MLIR built for kernel '%s' does not verify", k->name);
+    goto fail;
+  }
+  if (stop == EMIT_MLIR) {
+    out->mlir = print_op(mop, 1);
+    goto ok;
+  }
+  MlirPassManager pm = mlirPassManagerCreate(be->ctx);
+  MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
+  Buf perr;
+  buf_init(&perr);
+  if (mlirLogicalResultIsFailure(mlirParsePassPipeline(opm, mlirStringRefCreateFromCString(PIPELINE), append_cb, &perr)))
+    cake_die("bad pass pipeline: %s", perr.data ? perr.data : "");
+  buf_free(&perr);
+  MlirLogicalResult pr = mlirPassManagerRunOnOp(pm, mop);
+  mlirPassManagerDestroy(pm);
+  if (mlirLogicalResultIsFailure(pr)) {
+    diag_plain(diag, "the MLIR pass pipeline failed for kernel '%s'", k->name);
+    goto fail;
+  }
+  MlirOperation gmod = mlirBlockGetFirstOperation(mlirModuleGetBody(mod));
+  LLVMContextRef lctx = LLVMContextCreate();
+  LLVMModuleRef lm = mlirTranslateModuleToLLVMIR(gmod, lctx);
+  if (!lm) {
+    diag_plain(diag, "translation of kernel '%s' to LLVM IR failed", k->name);
+    LLVMContextDispose(lctx);
+    goto fail;
+  }
+  out->ptx = emit_ptx(diag, lm, out->ptx_target, stop == EMIT_LLVM ? &out->llvm : NULL);
+  LLVMDisposeModule(lm);
+  LLVMContextDispose(lctx);
+  if (!out->ptx) goto fail;
+  if (stop == EMIT_LLVM || stop == EMIT_PTX) goto ok;
+  if (!ptxas_knows(be, target)) {
+    char note[256];
+    snprintf(note, sizeof note,
+             "this ptxas cannot make an %s cubin; the fatbin carries %s PTX for the driver to compile", target,
+             out->ptx_target);
+    out->note = strdup(note);
+    goto ok;
+  }
+  if (run_ptxas(be, diag, out)) goto fail;
+ok:
+  mlirModuleDestroy(mod);
+  be->diag = NULL;
+  return diag->errors == errors0 ? 0 : -1;
+fail:
+  mlirModuleDestroy(mod);
+  be->diag = NULL;
+  return -1;
+}

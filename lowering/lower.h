@@ -1,0 +1,113 @@
+/* lower.h - CIR -> MLIR lowering of one kernel (internal to lowering/).
+ *
+ * The execution model of a generated kernel: one thread block per grid
+ * point, `threads` threads. Each CIR value gets a home:
+ *   H_SCALAR  rank-0 values held in registers, computed by every thread;
+ *   H_FUSED   single-use elementwise values (and loads), recomputed inside
+ *             whatever consumes them: never stored;
+ *   H_SMEM    tiles materialised in shared memory (row-major, padded rows):
+ *             results of matmul, reductions, scans, solves, multi-use values,
+ *             and scan carries (two buffers each, swapped every step).
+ * Every materialising step is followed by a block barrier. Shared memory is
+ * laid out by a first-fit allocator over live ranges (plan_kernel). Tensor-
+ * core matmuls stage operands as bf16/f16 in shared memory and read them
+ * with ldmatrix; accumulators live in registers (mma.sync m16n8k16).
+ */
+#ifndef CAKE_LOWER_H
+#define CAKE_LOWER_H
+
+#include "abi.h"
+#include "cir.h"
+#include "mlb.h"
+
+enum { MAX_W = 8, SMEM_LIMIT = 232448 };
+
+typedef enum { H_NONE, H_SCALAR, H_FUSED, H_SMEM } HomeKind;
+
+typedef struct Home {
+  HomeKind kind;
+  MlirValue scalar; /* H_SCALAR once emitted */
+  int emitted;
+  /* H_SMEM */
+  DType sdt;        /* storage dtype: f32, bf16, f16 or i32 (bool as i32) */
+  int rows, cols, stride; /* elements; stride = padded row length */
+  int bytes;        /* one buffer */
+  int offset;       /* static byte offset (first of the pair for carries) */
+  int nbufs;        /* 2 for scan carries */
+  MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
+  int start, end;   /* live range in program positions */
+  int depth;        /* scan nesting of the definition */
+  /* staging buffers for matmul / solve / decay operands (planned per use) */
+  int stage_off[3];
+  int stage_stride[3];
+  DType stage_dt[3];
+} Home;
+
+typedef struct ChunkInfo {
+  MlirValue start, end; /* i32 token range of the chunk */
+  int set;
+} ChunkInfo;
+
+typedef struct Vals {
+  MlirValue v[MAX_W];
+  int n;
+} Vals;
+
+typedef struct LK {
+  Mlb b;
+  Arena *arena;
+  Diag *diag;
+  const CirProgram *p;
+  const CirKernel *k;
+  const KernelAbi *abi;
+  Home *homes;       /* by instruction id */
+  ChunkInfo *chunks; /* by instruction id of chunk indices */
+  int *pos;          /* program position by id */
+  int nids;
+  MlirValue args[64];
+  MlirValue tid, smem;
+  MlirValue grid[CIR_MAX_AXES];
+  int nthreads;
+  int smem_bytes;
+  int failed;
+} LK;
+
+/* lower_kernel.c */
+Home *home_of(LK *L, const CirInst *in);
+void lk_set_loc(LK *L, const CirInst *in);
+void lk_error(LK *L, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* lower_elem.c: evaluation of elements and element loops */
+Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W);
+MlirValue eval_scalar(LK *L, const CirInst *v);
+int tile_width(const CirInst *v);
+typedef void (*TileFn)(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *ctx);
+void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx);
+void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, Vals x);
+Vals smem_load_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W);
+MlirValue smem_ptr(LK *L, MlirValue byte_off);
+MlirValue home_base(LK *L, const CirInst *v); /* i32 byte offset of v's current buffer */
+void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, int own);
+void emit_store(LK *L, const CirInst *st);
+MlirValue to_storage(LK *L, MlirValue x, DType sdt);
+int rows_of(CirType t);
+int cols_of(CirType t);
+
+/* lower_dot.c */
+void lower_matmul(LK *L, const CirInst *in);
+const CirInst *operand_source(const CirInst *v, int *trans);
+int operand_needs_stage(LK *L, const CirInst *src);
+
+/* lower_misc.c */
+void lower_reduce(LK *L, const CirInst *in);
+void lower_scan(LK *L, const CirInst *in);
+void lower_solve(LK *L, const CirInst *in);
+void lower_decay(LK *L, const CirInst *in);
+/* Operands of solve / decay that must be copied to f32 shared memory first. */
+int needs_f32_stage(LK *L, const CirInst *src);
+
+/* Build the gpu.module of one kernel into `module_body`. 0 on success. */
+int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_body, const CirProgram *p,
+                 const CirKernel *k, const KernelAbi *abi, const char *symbol, int *smem_bytes);
+
+#endif

@@ -1,0 +1,243 @@
+/* lower_dot.c - tile matmul on tensor cores: mma.sync.m16n8k16 (bf16 or f16
+ * inputs, f32 accumulators), operands in shared memory read with ldmatrix.
+ *
+ * C[M, N] = A[M, K] @ B[K, N]. Each operand is a bf16/f16 tile in shared
+ * memory, either in its own layout (A as [M][K], B as [K][N]) or transposed
+ * (A held as [K][M], B held as [N][K]); ldmatrix's .trans form covers the
+ * transposed cases so that `a @ b.T` never copies b. The warps split C into
+ * rectangles of 16x8 tiles; each warp walks K in steps of 16 with its
+ * accumulators in registers, then writes C to its f32 shared-memory home. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+
+/* Strip a transpose that is only a view: the operand is then read from the
+ * untransposed value with ldmatrix.trans. */
+const CirInst *operand_source(const CirInst *v, int *trans) {
+  *trans = 0;
+  if (v->op == OP_TRANSPOSE && v->nuses == 1) {
+    *trans = 1;
+    return v->args[0];
+  }
+  return v;
+}
+
+int operand_needs_stage(LK *L, const CirInst *src) {
+  Home *h = home_of(L, src);
+  return !(h->kind == H_SMEM && (h->sdt == DT_BF16 || h->sdt == DT_F16));
+}
+
+typedef struct Operand {
+  MlirValue base; /* i32 byte offset in shared memory */
+  int stride;     /* elements per row as held */
+  int trans;      /* held transposed relative to the operand */
+} Operand;
+
+static Operand prepare(LK *L, const CirInst *mm, int which) {
+  Home *mh = home_of(L, mm);
+  Operand op;
+  const CirInst *src = operand_source(mm->args[which], &op.trans);
+  if (operand_needs_stage(L, src)) {
+    op.base = mlb_i32(&L->b, mh->stage_off[which]);
+    op.stride = mh->stage_stride[which];
+    materialize_to(L, src, op.base, mh->stage_dt[which], op.stride, 0);
+  } else {
+    op.base = home_base(L, src);
+    op.stride = home_of(L, src)->stride;
+  }
+  return op;
+}
+
+static MlirValue ldmatrix(LK *L, MlirValue byte_off, int num, int trans) {
+  Mlb *b = &L->b;
+  char ty[64];
+  snprintf(ty, sizeof ty, num == 4 ? "!llvm.struct<(i32, i32, i32, i32)>" : "!llvm.struct<(i32, i32)>");
+  MlirNamedAttribute na[4] = {
+      mlb_named(b, "num", mlirIntegerAttrGet(b->i32, num)),
+      mlb_named(b, "layout", mlb_attr(b, trans ? "#nvvm.mma_layout<col>" : "#nvvm.mma_layout<row>")),
+      mlb_named(b, "shape", mlb_attr(b, "#nvvm.ld_st_matrix_shape<m = 8, n = 8>")),
+      mlb_named(b, "eltType", mlb_attr(b, "#nvvm.ld_st_matrix_elt_type<b16>")),
+  };
+  MlirValue p = smem_ptr(L, byte_off);
+  return mlb_op1(b, "nvvm.ldmatrix", mlb_type(b, ty), 1, &p, 4, na);
+}
+
+/* byte offset of element (row, col) of a held bf16 tile */
+static MlirValue elem_off(LK *L, const Operand *o, MlirValue row, MlirValue col) {
+  Mlb *b = &L->b;
+  return mlb_add(b, o->base, mlb_mul(b, mlb_add(b, mlb_mul(b, row, mlb_i32(b, o->stride)), col), mlb_i32(b, 2)));
+}
+
+static void frag_a(LK *L, const Operand *a, MlirValue lane, MlirValue m0, MlirValue k0, MlirValue out[4]) {
+  Mlb *b = &L->b;
+  MlirValue row, col;
+  if (!a->trans) { /* held [M][K]: lane l reads row m0 + l%16 at k0 + (l/16)*8 */
+    row = mlb_add(b, m0, mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16)));
+    col = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
+  } else { /* held [K][M]: matrix q = l/8 is rows k0 + (q/2)*8, cols m0 + (q%2)*8 */
+    MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
+    row = mlb_add(b, mlb_add(b, k0, mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
+                  mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    col = mlb_add(b, m0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+  }
+  MlirValue s = ldmatrix(L, elem_off(L, a, row, col), 4, a->trans);
+  for (int i = 0; i < 4; i++) out[i] = mlb_extract(b, s, i, b->i32);
+}
+
+/* Fragments of two adjacent n-tiles (n0 and n0 + 8): out[0..1] for n0, out[2..3] for n0 + 8.
+ * With `pair` == 0 only n0 is loaded (out[0..1]). */
+static void frag_b(LK *L, const Operand *o, MlirValue lane, MlirValue k0, MlirValue n0, int pair, MlirValue out[4]) {
+  Mlb *b = &L->b;
+  MlirValue row, col;
+  MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
+  MlirValue i8 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8));
+  if (o->trans) { /* held [N][K]: matrix q: rows n0 + (q/2)*8, cols k0 + (q%2)*8 */
+    row = mlb_add(b, mlb_add(b, n0, i8), mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    col = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+  } else { /* held [K][N] (.trans): matrix q: rows k0 + (q%2)*8, cols n0 + (q/2)*8 */
+    row = mlb_add(b, mlb_add(b, k0, i8), mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    col = mlb_add(b, n0, mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+  }
+  if (!pair) {
+    /* x2 reads the addresses of lanes 0-15 only: matrices q = 0, 1 */
+    MlirValue s = ldmatrix(L, elem_off(L, o, row, col), 2, !o->trans);
+    for (int i = 0; i < 2; i++) out[i] = mlb_extract(b, s, i, b->i32);
+    return;
+  }
+  MlirValue s = ldmatrix(L, elem_off(L, o, row, col), 4, !o->trans);
+  for (int i = 0; i < 4; i++) out[i] = mlb_extract(b, s, i, b->i32);
+}
+
+static MlirOperation mma(LK *L, DType dt, MlirValue a[4], MlirValue bb[2], MlirValue c[4]) {
+  Mlb *b = &L->b;
+  MlirValue ops[10];
+  MlirType vt = mlb_type(b, "vector<2xf16>");
+  for (int i = 0; i < 4; i++) ops[i] = dt == DT_F16 ? mlb_bitcast(b, a[i], vt) : a[i];
+  for (int i = 0; i < 2; i++) ops[4 + i] = dt == DT_F16 ? mlb_bitcast(b, bb[i], vt) : bb[i];
+  for (int i = 0; i < 4; i++) ops[6 + i] = c[i];
+  int32_t seg[3] = {4, 2, 4};
+  const char *pt = dt == DT_F16 ? "#nvvm.mma_type<f16>" : "#nvvm.mma_type<bf16>";
+  MlirNamedAttribute na[6] = {
+      mlb_named(b, "shape", mlb_attr(b, "#nvvm.shape<m = 16, n = 8, k = 16>")),
+      mlb_named(b, "layoutA", mlb_attr(b, "#nvvm.mma_layout<row>")),
+      mlb_named(b, "layoutB", mlb_attr(b, "#nvvm.mma_layout<col>")),
+      mlb_named(b, "multiplicandAPtxType", mlb_attr(b, pt)),
+      mlb_named(b, "multiplicandBPtxType", mlb_attr(b, pt)),
+      mlb_named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, seg)),
+  };
+  MlirType rt = mlb_type(b, "!llvm.struct<(f32, f32, f32, f32)>");
+  return mlb_op(b, "nvvm.mma.sync", 1, &rt, 10, ops, 6, na);
+}
+
+/* Split nwarps into wm x wn over a grid of m16 x n8 tiles, fewest loads per mma. */
+static void warp_grid(int nw, int m16, int n8, int *wm, int *wn) {
+  int best = -1;
+  for (int a = 1; a <= nw; a++) {
+    if (nw % a) continue;
+    int bcols = nw / a;
+    if (m16 % a || n8 % bcols) continue;
+    int cost = m16 / a + n8 / bcols;
+    if (best < 0 || cost < best) {
+      best = cost;
+      *wm = a;
+      *wn = bcols;
+    }
+  }
+  if (best >= 0) return;
+  /* Fewer tiles than warps: some warps idle. */
+  *wm = m16 < nw ? m16 : nw;
+  while (m16 % *wm) (*wm)--;
+  *wn = 1;
+  for (int c = nw / *wm; c >= 1; c--)
+    if (n8 % c == 0) {
+      *wn = c;
+      break;
+    }
+}
+
+void lower_matmul(LK *L, const CirInst *mm) {
+  Mlb *b = &L->b;
+  Home *out = home_of(L, mm);
+  int M = mm->ty.shape[0], N = mm->ty.shape[1], K = mm->args[0]->ty.shape[1];
+  if (M % 16 || N % 8 || K % 16) {
+    lk_error(L, mm, "tensor-core matmul needs M and K multiples of 16 and N a multiple of 8; got [%d, %d] @ [%d, %d]",
+             M, K, K, N);
+    return;
+  }
+  DType dt = mm->args[0]->ty.dt;
+  Operand A = prepare(L, mm, 0);
+  Operand B = prepare(L, mm, 1);
+  mlb_barrier(b);
+
+  int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
+  warp_grid(nw, m16, n8, &wm, &wn);
+  int mt = m16 / wm, nt = n8 / wn;
+  /* at most 16 tiles (64 accumulators per thread) in flight per pass */
+  int ntp = nt;
+  while (mt * ntp > 16 && ntp % 2 == 0) ntp /= 2;
+  int mtp = mt;
+  while (mtp * ntp > 16 && mtp % 2 == 0) mtp /= 2;
+
+  MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
+  MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
+  MlirValue wr = mlb_bin(b, "arith.remui", warp, mlb_i32(b, wm));
+  MlirValue wc = mlb_bin(b, "arith.divui", warp, mlb_i32(b, wm));
+  MlirValue active = mlb_cmpi(b, "ult", warp, mlb_i32(b, wm * wn));
+  MlbIf guard;
+  mlb_if_begin(b, &guard, active, 0, NULL);
+  MlirValue out_base = mlb_i32(b, out->offset);
+  MlirValue g = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4));
+  MlirValue t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
+  for (int pm = 0; pm < mt; pm += mtp)
+    for (int pn = 0; pn < nt; pn += ntp) {
+      int nacc = mtp * ntp * 4;
+      MlirValue zero = mlb_f32(b, 0.0);
+      MlirValue init[64];
+      for (int i = 0; i < nacc; i++) init[i] = zero;
+      MlbFor kl;
+      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, 16), nacc, init);
+      MlirValue k0 = kl.iv;
+      MlirValue af[16][4], bf[16][4];
+      for (int i = 0; i < mtp; i++) {
+        MlirValue m0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wr, mlb_i32(b, mt)), mlb_i32(b, pm + i)), mlb_i32(b, 16));
+        frag_a(L, &A, lane, m0, k0, af[i]);
+      }
+      for (int j = 0; j < ntp; j += 2) {
+        MlirValue n0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wc, mlb_i32(b, nt)), mlb_i32(b, pn + j)), mlb_i32(b, 8));
+        int pair = j + 1 < ntp;
+        MlirValue f4[4];
+        frag_b(L, &B, lane, k0, n0, pair, f4);
+        bf[j][0] = f4[0];
+        bf[j][1] = f4[1];
+        if (pair) {
+          bf[j + 1][0] = f4[2];
+          bf[j + 1][1] = f4[3];
+        }
+      }
+      MlirValue acc[64];
+      for (int i = 0; i < mtp; i++)
+        for (int j = 0; j < ntp; j++) {
+          MlirValue *c = &kl.iter[(i * ntp + j) * 4];
+          MlirOperation op = mma(L, dt, af[i], bf[j], c);
+          for (int e = 0; e < 4; e++) acc[(i * ntp + j) * 4 + e] = mlb_extract(b, mlb_res(op, 0), e, b->f32);
+        }
+      mlb_for_end(b, &kl, nacc, acc);
+      /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
+      for (int i = 0; i < mtp; i++)
+        for (int j = 0; j < ntp; j++) {
+          MlirValue m0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wr, mlb_i32(b, mt)), mlb_i32(b, pm + i)), mlb_i32(b, 16));
+          MlirValue n0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wc, mlb_i32(b, nt)), mlb_i32(b, pn + j)), mlb_i32(b, 8));
+          MlirValue col = mlb_add(b, n0, mlb_mul(b, t4, mlb_i32(b, 2)));
+          for (int half = 0; half < 2; half++) {
+            MlirValue row = mlb_add(b, mlb_add(b, m0, g), mlb_i32(b, half * 8));
+            Vals x = {.n = 2};
+            x.v[0] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2);
+            x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);
+            smem_store_vals(L, out_base, DT_F32, out->stride, row, col, x);
+          }
+        }
+    }
+  mlb_if_else(b, &guard, 0, NULL);
+  mlb_if_end(b, &guard, 0, NULL);
+}

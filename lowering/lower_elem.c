@@ -1,0 +1,565 @@
+/* lower_elem.c - elementwise evaluation, global windows, shared-memory tiles.
+ *
+ * eval(v, r, c, W) produces the W consecutive elements (r, c .. c+W-1) of a
+ * CIR value as MLIR scalars: f32 for floats (bf16 inputs are widened), i32
+ * for integers, i1 for bools. Fused values are recomputed from their
+ * operands; shared-memory values are read back; scalars are splatted.
+ * Rank-1 values use (0, c); rank-0 values ignore both. */
+#include <string.h>
+
+#include "lower.h"
+
+int rows_of(CirType t) { return t.rank == 2 ? t.shape[0] : 1; }
+int cols_of(CirType t) { return t.rank == 0 ? 1 : t.rank == 1 ? t.shape[0] : t.shape[1]; }
+
+static int is_float(DType t) { return t == DT_BF16 || t == DT_F16 || t == DT_F32; }
+
+static MlirType mem_type(LK *L, DType dt) {
+  Mlb *b = &L->b;
+  switch (dt) {
+    case DT_BF16: return b->bf16;
+    case DT_F16: return b->f16;
+    case DT_F32: return b->f32;
+    default: return b->i32;
+  }
+}
+
+static Vals splat(MlirValue x, int W) {
+  Vals v;
+  v.n = W;
+  for (int i = 0; i < W; i++) v.v[i] = x;
+  return v;
+}
+
+static MlirValue plus(LK *L, MlirValue x, int k) { return k ? mlb_add(&L->b, x, mlb_i32(&L->b, k)) : x; }
+
+/* register value (f32/i32/i1) -> storage type value */
+MlirValue to_storage(LK *L, MlirValue x, DType sdt) {
+  Mlb *b = &L->b;
+  switch (sdt) {
+    case DT_BF16: return mlb_cast(b, "arith.truncf", x, b->bf16);
+    case DT_F16: return mlb_cast(b, "arith.truncf", x, b->f16);
+    case DT_I32:
+      if (mlirTypeEqual(mlirValueGetType(x), b->i1)) return mlb_cast(b, "arith.extui", x, b->i32);
+      return x;
+    default: return x;
+  }
+}
+
+/* storage value -> register value of dtype dt */
+static MlirValue from_storage(LK *L, MlirValue x, DType sdt, DType dt) {
+  Mlb *b = &L->b;
+  if (sdt == DT_BF16 || sdt == DT_F16) return mlb_cast(b, "arith.extf", x, b->f32);
+  if (dt == DT_BOOL) return mlb_cmpi(b, "ne", x, mlb_i32(b, 0));
+  return x;
+}
+
+MlirValue smem_ptr(LK *L, MlirValue byte_off) { return mlb_gep(&L->b, L->smem, byte_off); }
+
+MlirValue home_base(LK *L, const CirInst *v) {
+  Home *h = home_of(L, v);
+  if (!mlirValueIsNull(h->dyn)) return h->dyn;
+  return mlb_i32(&L->b, h->offset);
+}
+
+/* Split W lanes of `bytes` each into vector pieces of at most 16 bytes,
+ * honouring the known alignment (in bytes) of the first element. */
+static int piece_lanes(int W, int bytes, int align) {
+  int n = W;
+  while (n > 1 && (n * bytes > 16 || (align % (n * bytes)) != 0)) n /= 2;
+  return n;
+}
+
+Vals smem_load_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W) {
+  Mlb *b = &L->b;
+  int eb = dtype_bytes(sdt);
+  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, stride)), c);
+  MlirValue off = mlb_add(b, base, mlb_mul(b, idx, mlb_i32(b, eb)));
+  Vals out = {.n = W};
+  /* callers pass c as a multiple of W; rows are 16-byte aligned */
+  int align = W * eb;
+  if (align > 16) align = 16;
+  int pl = piece_lanes(W, eb, align);
+  for (int l = 0; l < W; l += pl) {
+    MlirValue p = smem_ptr(L, l ? mlb_add(b, off, mlb_i32(b, l * eb)) : off);
+    if (pl == 1) {
+      out.v[l] = mlb_load(b, mem_type(L, sdt), p, eb);
+    } else {
+      MlirValue vec = mlb_load(b, mlb_vec(b, pl, mem_type(L, sdt)), p, pl * eb);
+      for (int i = 0; i < pl; i++) out.v[l + i] = mlb_vextract(b, vec, i);
+    }
+  }
+  return out;
+}
+
+void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, Vals x) {
+  Mlb *b = &L->b;
+  int eb = dtype_bytes(sdt);
+  int W = x.n;
+  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, stride)), c);
+  MlirValue off = mlb_add(b, base, mlb_mul(b, idx, mlb_i32(b, eb)));
+  int align = W * eb;
+  if (align > 16) align = 16;
+  int pl = piece_lanes(W, eb, align);
+  for (int l = 0; l < W; l += pl) {
+    MlirValue p = smem_ptr(L, l ? mlb_add(b, off, mlb_i32(b, l * eb)) : off);
+    if (pl == 1) {
+      mlb_store(b, to_storage(L, x.v[l], sdt), p, eb);
+    } else {
+      MlirValue vec = mlb_undef(b, mlb_vec(b, pl, mem_type(L, sdt)));
+      for (int i = 0; i < pl; i++) vec = mlb_vinsert(b, vec, to_storage(L, x.v[l + i], sdt), i);
+      mlb_store(b, vec, p, pl * eb);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ */
+/* global windows                                                      */
+
+typedef struct WinAddr {
+  MlirValue off;     /* i64 element offset of element (r, c) */
+  MlirValue valid;   /* i1, or null when always in range */
+  int contiguous;    /* the column lanes are adjacent in memory */
+  int align_elems;   /* known alignment of `off` in elements (for lane 0) */
+} WinAddr;
+
+static long long known_factor(const CirTensor *t, int from) {
+  long long f = 1;
+  for (int i = from; i < t->rank; i++)
+    if (t->shape[i].sym < 0) f *= t->shape[i].value;
+  return f;
+}
+
+static long long gcdll(long long a, long long b) {
+  while (b) {
+    long long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W) {
+  Mlb *b = &L->b;
+  const CirTensor *t = in->tensor;
+  WinAddr wa = {0};
+  int free_axes[2], nf = 0;
+  for (int i = 0; i < t->rank; i++)
+    if (in->index[i].kind != IX_SCALAR) free_axes[nf++] = i;
+  MlirValue off = mlb_i64(b, 0);
+  long long align = 0; /* gcd of the known factors of every nonconstant term */
+  int col_axis = nf ? free_axes[nf - 1] : -1;
+  for (int i = 0; i < t->rank; i++) {
+    const CirIndex *ix = &in->index[i];
+    MlirValue coord = (nf == 2 && i == free_axes[0]) ? r : c;
+    MlirValue idx;
+    switch (ix->kind) {
+      case IX_FULL: idx = coord; break;
+      case IX_CHUNK: {
+        ChunkInfo *ci = &L->chunks[ix->v->id];
+        CAKE_ASSERT(ci->set);
+        idx = mlb_add(b, ci->start, coord);
+        MlirValue ok = mlb_cmpi(b, "slt", idx, ci->end);
+        wa.valid = mlirValueIsNull(wa.valid) ? ok : mlb_bin(b, "arith.andi", wa.valid, ok);
+        break;
+      }
+      case IX_BLOCK:
+        idx = mlb_add(b, mlb_mul(b, eval_scalar(L, ix->v), mlb_i32(b, ix->size)), coord);
+        break;
+      default: idx = eval_scalar(L, ix->v); break;
+    }
+    /* stride of axis i = product of the later extents */
+    MlirValue stride = mlb_i64(b, 1);
+    for (int j = i + 1; j < t->rank; j++) {
+      MlirValue e = t->shape[j].sym >= 0 ? mlb_cast(b, "arith.extsi",
+                                                     L->args[abi_find(L->abi, ARG_DIM, NULL, t->shape[j].sym)], b->i64)
+                                         : mlb_i64(b, t->shape[j].value);
+      stride = mlb_mul(b, stride, e);
+    }
+    off = mlb_add(b, off, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
+    long long f = known_factor(t, i + 1);
+    if (i == col_axis) f *= W; /* the caller's c is a multiple of W */
+    align = gcdll(align, f);
+  }
+  wa.off = off;
+  wa.contiguous = col_axis == t->rank - 1;
+  wa.align_elems = align ? (int)(align > 64 ? 64 : align) : 64;
+  return wa;
+}
+
+static MlirValue tensor_present(LK *L, MlirValue base) {
+  Mlb *b = &L->b;
+  MlirValue null = mlb_op1(b, "llvm.mlir.zero", b->ptr_g, 0, NULL, 0, NULL);
+  MlirValue ops[2] = {base, null};
+  MlirNamedAttribute pr = mlb_named(b, "predicate", mlb_attr(b, "1 : i64")); /* ne */
+  return mlb_op1(b, "llvm.icmp", b->i1, 2, ops, 1, &pr);
+}
+
+static Vals load_window(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W) {
+  Mlb *b = &L->b;
+  const CirTensor *t = in->tensor;
+  int ti = abi_find(L->abi, ARG_TENSOR, t, 0);
+  MlirValue base = L->args[ti];
+  int eb = dtype_bytes(t->dtype);
+  MlirValue dflt = is_float(t->dtype) ? mlb_f32(b, in->fval) : mlb_i32(b, (long long)in->fval);
+  Vals out = {.n = W};
+  /* Lanes that are not contiguous in memory (a column of a row-major
+   * tensor) are loaded one by one, each with its own row mask. */
+  WinAddr wa0 = window_addr(L, in, r, c, W);
+  int per_lane = !wa0.contiguous && W > 1;
+  int pl = per_lane ? 1 : piece_lanes(W, eb, wa0.align_elems * eb);
+  for (int l = 0; l < W; l += pl) {
+    WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, in, r, plus(L, c, l), 1) : wa0;
+    MlirValue off = wa.off;
+    if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
+    MlirValue valid = wa.valid, present = {0};
+    if (t->optional) {
+      present = tensor_present(L, base);
+      valid = mlirValueIsNull(valid) ? present : mlb_bin(b, "arith.andi", valid, present);
+    }
+    MlirType lt = pl == 1 ? mem_type(L, t->dtype) : mlb_vec(b, pl, mem_type(L, t->dtype));
+    MlirValue loaded;
+    MlirValue ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
+    if (mlirValueIsNull(valid)) {
+      loaded = mlb_load(b, lt, ptr, pl * eb);
+    } else {
+      MlbIf f;
+      mlb_if_begin(b, &f, valid, 1, &lt);
+      MlirValue x = mlb_load(b, lt, ptr, pl * eb);
+      mlb_if_else(b, &f, 1, &x);
+      MlirValue z = mlb_op1(b, "llvm.mlir.zero", lt, 0, NULL, 0, NULL);
+      mlb_if_end(b, &f, 1, &z);
+      loaded = mlb_res(f.op, 0);
+    }
+    for (int i = 0; i < pl; i++) {
+      MlirValue x = pl == 1 ? loaded : mlb_vextract(b, loaded, i);
+      x = from_storage(L, x, t->dtype, t->dtype);
+      /* rows past the document read 0; an absent optional tensor reads its default */
+      if (!mlirValueIsNull(present) && in->fval != 0) x = mlb_select(b, present, x, dflt);
+      out.v[l + i] = x;
+    }
+  }
+  return out;
+}
+
+/* ------------------------------------------------------------------ */
+/* elementwise ops                                                     */
+
+static MlirValue approx(LK *L, const char *name, MlirValue x) {
+  return mlb_intrinsic(&L->b, name, L->b.f32, 1, &x);
+}
+
+static MlirValue f_exp(LK *L, MlirValue x) {
+  Mlb *b = &L->b;
+  return approx(L, "llvm.nvvm.ex2.approx.f32", mlb_bin(b, "arith.mulf", x, mlb_f32(b, 1.4426950408889634)));
+}
+
+static MlirValue f_log(LK *L, MlirValue x) {
+  Mlb *b = &L->b;
+  return mlb_bin(b, "arith.mulf", approx(L, "llvm.nvvm.lg2.approx.f", x), mlb_f32(b, 0.6931471805599453));
+}
+
+static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
+  Mlb *b = &L->b;
+  switch (op) {
+    case OP_NEG:
+      return dt == DT_I32 ? mlb_bin(b, "arith.subi", mlb_i32(b, 0), x) : mlb_cast(b, "arith.negf", x, b->f32);
+    case OP_EXP: return f_exp(L, x);
+    case OP_EXP2: return approx(L, "llvm.nvvm.ex2.approx.f32", x);
+    case OP_LOG: return f_log(L, x);
+    case OP_SIGMOID: {
+      MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", x, b->f32));
+      return mlb_bin(b, "arith.divf", mlb_f32(b, 1.0), mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
+    }
+    case OP_SOFTPLUS: {
+      /* log(1 + e^x); x itself past 20, where the two agree in f32 */
+      MlirValue e = f_exp(L, x);
+      MlirValue sp = f_log(L, mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
+      MlirValue small = mlb_cmpf(b, "olt", x, mlb_f32(b, -15.0));
+      sp = mlb_select(b, small, e, sp);
+      return mlb_select(b, mlb_cmpf(b, "ogt", x, mlb_f32(b, 20.0)), x, sp);
+    }
+    case OP_SQRT: return mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &x);
+    case OP_RSQRT: return approx(L, "llvm.nvvm.rsqrt.approx.f", x);
+    case OP_ABS: return mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x);
+    case OP_NOT: return mlb_bin(b, "arith.xori", x, mlb_bool(b, 1));
+    default: cake_die("not a unary op: %s", cake_ops[op].id);
+  }
+}
+
+static MlirValue binary(LK *L, CirOp op, DType operand_dt, MlirValue x, MlirValue y) {
+  Mlb *b = &L->b;
+  int f = operand_dt != DT_I32 && operand_dt != DT_BOOL;
+  switch (op) {
+    case OP_ADD: return mlb_bin(b, f ? "arith.addf" : "arith.addi", x, y);
+    case OP_SUB: return mlb_bin(b, f ? "arith.subf" : "arith.subi", x, y);
+    case OP_MUL: return mlb_bin(b, f ? "arith.mulf" : "arith.muli", x, y);
+    case OP_DIV: return mlb_bin(b, f ? "arith.divf" : "arith.divsi", x, y);
+    case OP_MOD: return mlb_bin(b, "arith.remsi", x, y);
+    case OP_MAXIMUM: return mlb_bin(b, f ? "arith.maximumf" : "arith.maxsi", x, y);
+    case OP_MINIMUM: return mlb_bin(b, f ? "arith.minimumf" : "arith.minsi", x, y);
+    case OP_LT: return f ? mlb_cmpf(b, "olt", x, y) : mlb_cmpi(b, "slt", x, y);
+    case OP_LE: return f ? mlb_cmpf(b, "ole", x, y) : mlb_cmpi(b, "sle", x, y);
+    case OP_GT: return f ? mlb_cmpf(b, "ogt", x, y) : mlb_cmpi(b, "sgt", x, y);
+    case OP_GE: return f ? mlb_cmpf(b, "oge", x, y) : mlb_cmpi(b, "sge", x, y);
+    case OP_EQ: return f ? mlb_cmpf(b, "oeq", x, y) : mlb_cmpi(b, "eq", x, y);
+    case OP_NE: return f ? mlb_cmpf(b, "une", x, y) : mlb_cmpi(b, "ne", x, y);
+    case OP_AND: return mlb_bin(b, "arith.andi", x, y);
+    case OP_OR: return mlb_bin(b, "arith.ori", x, y);
+    default: cake_die("not a binary op: %s", cake_ops[op].id);
+  }
+}
+
+/* A constant operand takes the register type its consumer needs. */
+static MlirValue const_as(LK *L, const CirInst *k, DType want) {
+  Mlb *b = &L->b;
+  if (want == DT_BOOL) return mlb_bool(b, k->fval != 0);
+  if (want == DT_I32) return mlb_i32(b, k->ival);
+  return mlb_f32(b, k->fval);
+}
+
+/* Operand `o` of a value of type `rt`, broadcast to element (r, c..c+W). */
+static Vals operand(LK *L, const CirInst *o, CirType rt, MlirValue r, MlirValue c, int W, DType want) {
+  Mlb *b = &L->b;
+  if (o->op == OP_CONST) return splat(const_as(L, o, want), W);
+  if (o->ty.rank == 0) {
+    MlirValue s = eval_scalar(L, o);
+    if (want == DT_F32 && o->ty.dt == DT_I32) s = mlb_cast(b, "arith.sitofp", s, b->f32);
+    return splat(s, W);
+  }
+  MlirValue zero = mlb_i32(b, 0);
+  MlirValue rr = rows_of(o->ty) == 1 ? zero : r;
+  if (cols_of(o->ty) == 1 && cols_of(rt) > 1) return splat(eval(L, o, rr, zero, 1).v[0], W);
+  return eval(L, o, rr, c, W);
+}
+
+static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W) {
+  Mlb *b = &L->b;
+  Vals out = {.n = W};
+  switch (cake_ops[v->op].kind) {
+    case OK_LEAF:
+      switch (v->op) {
+        case OP_CONST: return splat(const_as(L, v, v->ty.dt), W);
+        case OP_DIMVAL: return splat(L->args[abi_find(L->abi, ARG_DIM, NULL, v->dim)], W);
+        case OP_PARAMVAL: return splat(L->args[abi_find(L->abi, ARG_PARAM, v->param, 0)], W);
+        case OP_GRIDVAR: return splat(L->grid[v->axis], W);
+        default: cake_die("leaf %s has no value here", cake_ops[v->op].id);
+      }
+    case OK_VALID: {
+      ChunkInfo *ci = &L->chunks[v->args[0]->id];
+      CAKE_ASSERT(ci->set);
+      for (int l = 0; l < W; l++) out.v[l] = mlb_cmpi(b, "slt", mlb_add(b, ci->start, plus(L, c, l)), ci->end);
+      return out;
+    }
+    case OK_MEM: return load_window(L, v, r, c, W);
+    case OK_UNARY:
+    case OK_LOGIC1: {
+      Vals a = operand(L, v->args[0], v->ty, r, c, W, v->ty.dt);
+      for (int l = 0; l < W; l++) out.v[l] = unary(L, v->op, v->ty.dt, a.v[l]);
+      return out;
+    }
+    case OK_BINARY:
+    case OK_COMPARE:
+    case OK_LOGIC2: {
+      /* the dtype both operands are computed in */
+      DType odt = v->ty.dt;
+      if (cake_ops[v->op].kind == OK_COMPARE) {
+        DType a = v->args[0]->ty.dt, bb = v->args[1]->ty.dt;
+        odt = (a == DT_I32 && bb == DT_I32) ? DT_I32 : DT_F32;
+        if (v->args[0]->op == OP_CONST && v->args[0]->is_int && bb == DT_I32) odt = DT_I32;
+      }
+      Vals a = operand(L, v->args[0], v->ty, r, c, W, odt);
+      Vals y = operand(L, v->args[1], v->ty, r, c, W, odt);
+      for (int l = 0; l < W; l++) out.v[l] = binary(L, v->op, odt, a.v[l], y.v[l]);
+      return out;
+    }
+    case OK_SELECT: {
+      Vals q = operand(L, v->args[0], v->ty, r, c, W, DT_BOOL);
+      Vals a = operand(L, v->args[1], v->ty, r, c, W, v->ty.dt);
+      Vals y = operand(L, v->args[2], v->ty, r, c, W, v->ty.dt);
+      for (int l = 0; l < W; l++) out.v[l] = mlb_select(b, q.v[l], a.v[l], y.v[l]);
+      return out;
+    }
+    case OK_CAST: {
+      const CirInst *a0 = v->args[0];
+      Vals a = operand(L, a0, v->ty, r, c, W, a0->ty.dt == DT_I32 ? DT_I32 : DT_F32);
+      for (int l = 0; l < W; l++) {
+        MlirValue x = a.v[l];
+        int from_int = a0->ty.dt == DT_I32;
+        switch (v->ty.dt) {
+          case DT_I32: x = from_int ? x : mlb_cast(b, "arith.fptosi", x, b->i32); break;
+          case DT_F32: x = from_int ? mlb_cast(b, "arith.sitofp", x, b->f32) : x; break;
+          case DT_BF16:
+          case DT_F16:
+            if (from_int) x = mlb_cast(b, "arith.sitofp", x, b->f32);
+            x = mlb_cast(b, "arith.extf", mlb_cast(b, "arith.truncf", x, mem_type(L, v->ty.dt)), b->f32);
+            break;
+          default: cake_die("bad cast");
+        }
+        out.v[l] = x;
+      }
+      return out;
+    }
+    case OK_LAYOUT: {
+      const CirInst *a = v->args[0];
+      if (v->op == OP_TRANSPOSE) {
+        for (int l = 0; l < W; l++) out.v[l] = eval(L, a, plus(L, c, l), r, 1).v[0];
+        return out;
+      }
+      if (v->op == OP_EXPAND) {
+        if (a->ty.rank == 0) return splat(eval_scalar(L, a), W);
+        /* [n] -> [n, 1] (axis 1): element (r, 0) is a[r]; [n] -> [1, n] (axis 0): (0, c) is a[c] */
+        if (v->ty.rank == 2 && v->axis == 1) return splat(eval(L, a, mlb_i32(b, 0), r, 1).v[0], W);
+        return eval(L, a, mlb_i32(b, 0), c, W);
+      }
+      /* PICK */
+      MlirValue at = mlb_i32(b, v->ival);
+      if (a->ty.rank == 1) return splat(eval(L, a, mlb_i32(b, 0), at, 1).v[0], W);
+      if (v->axis == 0) return eval(L, a, at, c, W);
+      for (int l = 0; l < W; l++) out.v[l] = eval(L, a, plus(L, c, l), at, 1).v[0];
+      return out;
+    }
+    case OK_MASK: {
+      Vals a = operand(L, v->args[0], v->ty, r, c, W, v->ty.dt);
+      MlirValue zero = v->ty.dt == DT_I32 ? mlb_i32(b, 0) : v->ty.dt == DT_BOOL ? mlb_bool(b, 0) : mlb_f32(b, 0);
+      MlirValue lim = plus(L, r, (int)v->ival);
+      for (int l = 0; l < W; l++) {
+        MlirValue col = plus(L, c, l);
+        MlirValue keep = v->op == OP_TRIL ? mlb_cmpi(b, "sle", col, lim) : mlb_cmpi(b, "sge", col, lim);
+        out.v[l] = mlb_select(b, keep, a.v[l], zero);
+      }
+      return out;
+    }
+    default: break;
+  }
+  cake_die("%s cannot be evaluated elementwise", cake_ops[v->op].id);
+}
+
+Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W) {
+  Home *h = home_of(L, v);
+  if (h->kind == H_SCALAR && h->emitted) return splat(h->scalar, W);
+  if (h->kind == H_SMEM) {
+    Vals x = smem_load_vals(L, home_base(L, v), h->sdt, h->stride, v->ty.rank == 2 ? r : mlb_i32(&L->b, 0),
+                            v->ty.rank == 0 ? mlb_i32(&L->b, 0) : c, W);
+    for (int l = 0; l < W; l++) x.v[l] = from_storage(L, x.v[l], h->sdt, v->ty.dt);
+    return x;
+  }
+  return eval_fused(L, v, r, c, W);
+}
+
+MlirValue eval_scalar(LK *L, const CirInst *v) {
+  Home *h = home_of(L, v);
+  if (h->kind == H_SCALAR && h->emitted) return h->scalar;
+  MlirValue z = mlb_i32(&L->b, 0);
+  return eval(L, v, z, z, 1).v[0];
+}
+
+/* ------------------------------------------------------------------ */
+/* element loops                                                       */
+
+int tile_width(const CirInst *v) {
+  int C = cols_of(v->ty);
+  for (int w = MAX_W; w > 1; w /= 2)
+    if (C % w == 0) return w;
+  return 1;
+}
+
+void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx) {
+  Mlb *b = &L->b;
+  int per_row = cols / W;
+  int total = rows * per_row;
+  MlbFor f;
+  mlb_for_begin(b, &f, L->tid, mlb_i32(b, total), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue g = f.iv;
+  MlirValue r, c;
+  if (per_row == 1) {
+    r = g;
+    c = mlb_i32(b, 0);
+  } else {
+    r = mlb_bin(b, "arith.divui", g, mlb_i32(b, per_row));
+    c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, per_row)), mlb_i32(b, W));
+  }
+  fn(L, v, r, c, W, ctx);
+  mlb_for_end(b, &f, 0, NULL);
+}
+
+typedef struct MatCtx {
+  MlirValue base;
+  DType sdt;
+  int stride;
+} MatCtx;
+
+static void mat_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
+  MatCtx *m = vctx;
+  Vals x = eval_fused(L, v, r, c, W);
+  smem_store_vals(L, m->base, m->sdt, m->stride, r, c, x);
+}
+
+static void copy_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
+  MatCtx *m = vctx;
+  Vals x = eval(L, v, r, c, W);
+  smem_store_vals(L, m->base, m->sdt, m->stride, r, c, x);
+}
+
+/* Write every element of v to a shared-memory tile. `own`: the tile is v's
+ * home, so v is computed from its operands; otherwise v is read (or
+ * recomputed) wherever it lives and copied. */
+void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, int own) {
+  MatCtx m = {base, sdt == DT_BOOL ? DT_I32 : sdt, stride};
+  int W = tile_width(v);
+  if (sdt == DT_F32 && W > 4 && !own) W = 4;
+  tile_loop(L, v, rows_of(v->ty), cols_of(v->ty), W, own ? mat_fn : copy_fn, &m);
+}
+
+/* ------------------------------------------------------------------ */
+/* stores                                                              */
+
+static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, void *ctx) {
+  Mlb *b = &L->b;
+  const CirTensor *t = st->tensor;
+  const CirInst *v = st->args[0];
+  DType want = t->dtype == DT_I32 ? DT_I32 : DT_F32;
+  Vals x = operand(L, v, st->ty, r, c, W, want);
+  int ti = abi_find(L->abi, ARG_TENSOR, t, 0);
+  MlirValue base = L->args[ti];
+  int eb = dtype_bytes(t->dtype);
+  WinAddr wa0 = window_addr(L, st, r, c, W);
+  int per_lane = !wa0.contiguous && W > 1;
+  int pl = per_lane ? 1 : piece_lanes(W, eb, wa0.align_elems * eb);
+  for (int l = 0; l < W; l += pl) {
+    WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, st, r, plus(L, c, l), 1) : wa0;
+    MlirValue off = wa.off;
+    if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
+    MlirValue valid = wa.valid;
+    if (t->optional) {
+      MlirValue present = tensor_present(L, base);
+      valid = mlirValueIsNull(valid) ? present : mlb_bin(b, "arith.andi", valid, present);
+    }
+    MlirValue val;
+    if (pl == 1) {
+      val = to_storage(L, x.v[l], t->dtype);
+    } else {
+      val = mlb_undef(b, mlb_vec(b, pl, mem_type(L, t->dtype)));
+      for (int i = 0; i < pl; i++) val = mlb_vinsert(b, val, to_storage(L, x.v[l + i], t->dtype), i);
+    }
+    MlirValue ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
+    if (mlirValueIsNull(valid)) {
+      mlb_store(b, val, ptr, pl * eb);
+    } else {
+      MlbIf f;
+      mlb_if_begin(b, &f, valid, 0, NULL);
+      mlb_store(b, val, ptr, pl * eb);
+      mlb_if_else(b, &f, 0, NULL);
+      mlb_if_end(b, &f, 0, NULL);
+    }
+  }
+}
+
+void emit_store(LK *L, const CirInst *st) {
+  int W = 1;
+  int C = cols_of(st->ty);
+  for (int w = MAX_W; w > 1; w /= 2)
+    if (C % w == 0) { W = w; break; }
+  if (st->tensor->dtype == DT_F32 || st->tensor->dtype == DT_I32) W = W > 4 ? 4 : W;
+  tile_loop(L, st, rows_of(st->ty), C, W, store_fn, NULL);
+}

@@ -1,0 +1,479 @@
+/* lower_kernel.c - the kernel skeleton: homes, shared-memory plan, the walk
+ * over CIR in program order, grid indices, chunk tables and scans. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+Home *home_of(LK *L, const CirInst *in) {
+  CAKE_ASSERT(in->id >= 0 && in->id < L->nids);
+  return &L->homes[in->id];
+}
+
+void lk_set_loc(LK *L, const CirInst *in) {
+  if (in->loc.src)
+    L->b.loc = mlirLocationFileLineColGet(L->b.ctx, mlirStringRefCreateFromCString(in->loc.src->name),
+                                          (unsigned)in->loc.line, (unsigned)in->loc.col);
+}
+
+void lk_error(LK *L, const CirInst *at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Loc loc = at ? at->loc : L->k->loc;
+  diag_verror(L->diag, loc, "error", fmt, ap);
+  va_end(ap);
+  L->failed = 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* planning: positions, homes, live ranges, shared-memory offsets      */
+
+typedef struct Plan {
+  LK *L;
+  int next_pos;
+  int loop_end; /* end position of the enclosing scan body (when depth 1) */
+  int depth;
+  const CirInst **all; /* by id */
+} Plan;
+
+static void number_block(Plan *P, const CirBlock *b, int depth) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    P->all[in->id] = in;
+    P->L->pos[in->id] = P->next_pos++;
+    P->L->homes[in->id].depth = depth;
+    if (in->body) number_block(P, in->body, depth + 1);
+  }
+}
+
+static int block_end(LK *L, const CirBlock *b) {
+  const CirInst *last = b->insts[b->len - 1];
+  return L->pos[last->id];
+}
+
+static int storage_stride(DType sdt, int cols) {
+  /* 16 bytes of padding per row: rows start 16-byte aligned and consecutive
+   * rows of a bf16 tile fall in different banks for ldmatrix. */
+  return sdt == DT_BF16 || sdt == DT_F16 ? cols + 8 : cols + 4;
+}
+
+static void set_smem(Home *h, DType dt, int rows, int cols) {
+  h->kind = H_SMEM;
+  h->sdt = dt == DT_BOOL ? DT_I32 : dt;
+  h->rows = rows;
+  h->cols = cols;
+  h->stride = storage_stride(h->sdt, cols);
+  h->bytes = rows * h->stride * dtype_bytes(h->sdt);
+  h->nbufs = 1;
+}
+
+static void choose_homes(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    OpKind kind = cake_ops[in->op].kind;
+    int R = rows_of(in->ty), C = cols_of(in->ty);
+    if (in->body) choose_homes(L, in->body);
+    switch (in->op) {
+      case OP_STORE: case OP_FOR: case OP_YIELD: h->kind = H_NONE; continue;
+      case OP_CARRY: set_smem(h, in->ty.dt, R, C); h->nbufs = 2; continue;
+      case OP_FORRES: h->kind = H_SMEM; continue; /* aliases the carry, set after the scan */
+      default: break;
+    }
+    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_SCAN ||
+        (kind == OK_REDUCE)) {
+      set_smem(h, in->ty.dt, R, C);
+      continue;
+    }
+    if (in->ty.rank == 0) {
+      h->kind = H_SCALAR;
+      continue;
+    }
+    /* An elementwise value, a load, a layout change or a mask. */
+    h->kind = in->nuses > 1 ? H_SMEM : H_FUSED;
+    if (h->kind == H_SMEM) set_smem(h, in->ty.dt, R, C);
+  }
+}
+
+/* A use of `v` at position p: extend the live range of v and, when v is fused
+ * (recomputed at p), of everything it reads. */
+static void extend(LK *L, const CirInst *v, int p) {
+  Home *h = home_of(L, v);
+  if (p > h->end) h->end = p;
+  if (h->kind == H_FUSED || (h->kind == H_SCALAR && v->op == OP_PICK)) {
+    for (int j = 0; j < v->nargs; j++) extend(L, v->args[j], p);
+    for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+      if (v->index[j].v) extend(L, v->index[j].v, p);
+  }
+}
+
+static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
+  LK *L = P->L;
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    h->start = h->end = L->pos[in->id];
+    if (in->body) live_ranges(P, in->body, block_end(L, in->body));
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    int p = L->pos[in->id];
+    for (int j = 0; j < in->nargs; j++) {
+      const CirInst *a = in->args[j];
+      /* a value read inside a scan but defined outside stays live to the scan's end */
+      int q = home_of(L, a)->depth < home_of(L, in)->depth ? loop_end : p;
+      extend(L, a, q);
+    }
+    if (in->op == OP_FOR) {
+      /* the carry buffers live from the initial copy to the scan's end and
+       * on through the last use of the scan's results */
+      int end = block_end(L, in->body);
+      for (int j = 0; j < in->body->len; j++) {
+        const CirInst *c = in->body->insts[j];
+        if (c->op == OP_CARRY) {
+          Home *ch = home_of(L, c);
+          ch->start = p;
+          if (end > ch->end) ch->end = end;
+        }
+      }
+    }
+  }
+}
+
+typedef struct Buf1 {
+  int start, end, size, off;
+  int *out; /* where to write the offset */
+} Buf1;
+
+static int cmp_buf(const void *x, const void *y) {
+  const Buf1 *a = x, *b = y;
+  if (a->start != b->start) return a->start - b->start;
+  return b->size - a->size;
+}
+
+static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, int *out) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 64;
+    *v = realloc(*v, sizeof(Buf1) * (size_t)*cap);
+  }
+  (*v)[(*n)++] = (Buf1){start, end, (size + 127) & ~127, 0, out};
+}
+
+static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
+  Home *h = home_of(L, in);
+  int p = L->pos[in->id];
+  OpKind kind = cake_ops[in->op].kind;
+  if (kind == OK_DOT) {
+    for (int j = 0; j < 2; j++) {
+      int trans;
+      const CirInst *src = operand_source(in->args[j], &trans);
+      if (!operand_needs_stage(L, src)) continue;
+      h->stage_dt[j] = in->args[j]->ty.dt;
+      h->stage_stride[j] = storage_stride(h->stage_dt[j], cols_of(src->ty));
+      add_buf(v, n, cap, p, p, rows_of(src->ty) * h->stage_stride[j] * 2, &h->stage_off[j]);
+    }
+  } else if (kind == OK_SOLVE || kind == OK_DECAY) {
+    for (int j = 0; j < in->nargs; j++) {
+      if (!needs_f32_stage(L, in->args[j])) continue;
+      h->stage_dt[j] = DT_F32;
+      h->stage_stride[j] = storage_stride(DT_F32, cols_of(in->args[j]->ty));
+      add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * 4, &h->stage_off[j]);
+    }
+  }
+}
+
+static void collect_bufs(LK *L, const CirBlock *b, Buf1 **v, int *n, int *cap) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    if (h->kind == H_SMEM && in->op != OP_FORRES)
+      add_buf(v, n, cap, h->start, h->end, h->bytes * h->nbufs, &h->offset);
+    stage_bufs(L, in, v, n, cap);
+    if (in->body) collect_bufs(L, in->body, v, n, cap);
+  }
+}
+
+/* First fit over live ranges; a buffer is reused only after its last reader. */
+static int allocate(Buf1 *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_buf);
+  int top = 0;
+  for (int i = 0; i < n; i++) {
+    int off = 0;
+    for (int again = 1; again;) {
+      again = 0;
+      for (int j = 0; j < i; j++) {
+        Buf1 *o = &v[j];
+        int overlap_time = !(o->end < v[i].start || v[i].end < o->start);
+        int overlap_mem = off < o->off + o->size && o->off < off + v[i].size;
+        if (overlap_time && overlap_mem) {
+          off = o->off + o->size;
+          again = 1;
+        }
+      }
+    }
+    v[i].off = off;
+    *v[i].out = off;
+    if (off + v[i].size > top) top = off + v[i].size;
+  }
+  return top;
+}
+
+static void plan_kernel(LK *L) {
+  Plan P = {0};
+  P.L = L;
+  P.all = calloc((size_t)L->nids, sizeof(CirInst *));
+  number_block(&P, &L->k->body, 0);
+  choose_homes(L, &L->k->body);
+  live_ranges(&P, &L->k->body, 0);
+  Buf1 *bufs = NULL;
+  int n = 0, cap = 0;
+  collect_bufs(L, &L->k->body, &bufs, &n, &cap);
+  L->smem_bytes = allocate(bufs, n);
+  free(bufs);
+  free(P.all);
+}
+
+/* ------------------------------------------------------------------ */
+/* the walk                                                            */
+
+static MlirValue arg_of(LK *L, ArgWhat what, const void *ptr, int dim) {
+  int i = abi_find(L->abi, what, ptr, dim);
+  if (i < 0) cake_die("kernel argument %d missing from the ABI", what);
+  return L->args[i];
+}
+
+/* Load the chunk table row of chunk index `c` (start, end). */
+static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
+  Mlb *b = &L->b;
+  MlirValue table = arg_of(L, ARG_CHUNK_TABLE, NULL, 0);
+  MlirValue off = mlb_mul(b, mlb_cast(b, "arith.extsi", c, b->i64), mlb_i64(b, 16));
+  MlirValue row = mlb_load(b, mlb_vec(b, 4, b->i32), mlb_gep(b, table, off), 16);
+  ChunkInfo *ci = &L->chunks[idx->id];
+  ci->start = mlb_vextract(b, row, 0);
+  ci->end = mlb_vextract(b, row, 1);
+  ci->set = 1;
+}
+
+static void emit_block(LK *L, const CirBlock *blk);
+
+static void emit_for(LK *L, const CirInst *f) {
+  Mlb *b = &L->b;
+  MlirValue doc = eval_scalar(L, f->args[0]);
+  MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
+  MlirValue d64 = mlb_cast(b, "arith.extsi", doc, b->i64);
+  MlirValue lo = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
+  MlirValue hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, mlb_add(b, d64, mlb_i64(b, 1)), mlb_i64(b, 4))), 4);
+  const CirBlock *body = f->body;
+  /* initial values into buffer 0 of each carry */
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *c = body->insts[i];
+    if (c->op != OP_CARRY) continue;
+    Home *h = home_of(L, c);
+    materialize_to(L, f->args[c->axis + 1], mlb_i32(b, h->offset), h->sdt, h->stride, 0);
+  }
+  mlb_barrier(b);
+  MlirValue zero = mlb_i32(b, 0), one = mlb_i32(b, 1);
+  MlbFor loop;
+  MlirValue phase0 = zero;
+  mlb_for_begin(b, &loop, zero, mlb_bin(b, "arith.subi", hi, lo), one, 1, &phase0);
+  MlirValue step = loop.iv, phase = loop.iter[0];
+  MlirValue chunk = f->reverse ? mlb_bin(b, "arith.subi", mlb_bin(b, "arith.subi", hi, one), step)
+                               : mlb_add(b, lo, step);
+  const CirInst *yield = NULL;
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *c = body->insts[i];
+    Home *h = home_of(L, c);
+    if (c->op == OP_CHUNKVAR) {
+      h->scalar = chunk;
+      h->emitted = 1;
+      load_chunk(L, c, chunk);
+    } else if (c->op == OP_CARRY) {
+      h->dyn = mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
+    } else if (c->op == OP_YIELD) {
+      yield = c;
+    }
+  }
+  emit_block(L, body);
+  CAKE_ASSERT(yield);
+  lk_set_loc(L, yield);
+  MlirValue other = mlb_bin(b, "arith.subi", one, phase);
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *c = body->insts[i];
+    if (c->op != OP_CARRY) continue;
+    Home *h = home_of(L, c);
+    MlirValue dst = mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, other, mlb_i32(b, h->bytes)));
+    materialize_to(L, yield->args[c->axis], dst, h->sdt, h->stride, 0);
+  }
+  mlb_barrier(b);
+  mlb_for_end(b, &loop, 1, &other);
+  MlirValue final_phase = mlb_res(loop.op, 0);
+  /* the scan's results alias the carry buffers holding the last values */
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *c = body->insts[i];
+    if (c->op != OP_CARRY) continue;
+    Home *ch = home_of(L, c);
+    ch->dyn = mlb_add(b, mlb_i32(b, ch->offset), mlb_mul(b, final_phase, mlb_i32(b, ch->bytes)));
+  }
+}
+
+static void emit_inst(LK *L, const CirInst *in) {
+  Home *h = home_of(L, in);
+  lk_set_loc(L, in);
+  switch (in->op) {
+    case OP_STORE: emit_store(L, in); mlb_barrier(&L->b); return;
+    case OP_FOR: emit_for(L, in); return;
+    case OP_YIELD: case OP_CHUNKVAR: case OP_CARRY: return;
+    case OP_FORRES: {
+      /* find the carry of the same slot */
+      const CirInst *f = in->parent;
+      for (int i = 0; i < f->body->len; i++) {
+        const CirInst *c = f->body->insts[i];
+        if (c->op == OP_CARRY && c->axis == in->axis) {
+          Home *ch = home_of(L, c);
+          *h = *ch;
+          h->kind = H_SMEM;
+          h->nbufs = 1;
+        }
+      }
+      return;
+    }
+    default: break;
+  }
+  if (h->kind == H_SCALAR) {
+    h->scalar = eval_scalar(L, in);
+    h->emitted = 1;
+    if (in->op == OP_GRIDVAR && L->k->axes[in->axis].kind == GA_CHUNKS) load_chunk(L, in, h->scalar);
+    return;
+  }
+  if (h->kind != H_SMEM) return;
+  switch (cake_ops[in->op].kind) {
+    case OK_DOT: lower_matmul(L, in); break;
+    case OK_REDUCE: lower_reduce(L, in); break;
+    case OK_SCAN: lower_scan(L, in); break;
+    case OK_SOLVE: lower_solve(L, in); break;
+    case OK_DECAY: lower_decay(L, in); break;
+    default: materialize_to(L, in, mlb_i32(&L->b, h->offset), h->sdt, h->stride, 1); break;
+  }
+  mlb_barrier(&L->b);
+}
+
+static void emit_block(LK *L, const CirBlock *blk) {
+  for (int i = 0; i < blk->len && !L->failed; i++) emit_inst(L, blk->insts[i]);
+}
+
+static int count_ids(const CirBlock *b) {
+  int m = 0;
+  for (int i = 0; i < b->len; i++) {
+    if (b->insts[i]->id + 1 > m) m = b->insts[i]->id + 1;
+    if (b->insts[i]->body) {
+      int x = count_ids(b->insts[i]->body);
+      if (x > m) m = x;
+    }
+  }
+  return m;
+}
+
+static MlirType arg_type(Mlb *b, const KernelArg *a) {
+  if (a->what == ARG_TENSOR || a->what == ARG_CHUNK_TABLE || a->what == ARG_DOC_TABLE) return b->ptr_g;
+  return a->dtype == DT_F32 ? b->f32 : b->i32;
+}
+
+int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_body, const CirProgram *p,
+                 const CirKernel *k, const KernelAbi *abi, const char *symbol, int *smem_bytes) {
+  LK lk = {0}, *L = &lk;
+  L->arena = arena;
+  L->diag = diag;
+  L->p = p;
+  L->k = k;
+  L->abi = abi;
+  L->nthreads = k->threads;
+  L->nids = count_ids(&k->body);
+  L->homes = calloc((size_t)L->nids + 1, sizeof(Home));
+  L->chunks = calloc((size_t)L->nids + 1, sizeof(ChunkInfo));
+  L->pos = calloc((size_t)L->nids + 1, sizeof(int));
+  Mlb *b = &L->b;
+  mlb_init(b, ctx);
+  b->loc = mlirLocationFileLineColGet(ctx, mlirStringRefCreateFromCString(k->loc.src ? k->loc.src->name : "?"),
+                                      (unsigned)k->loc.line, (unsigned)k->loc.col);
+  plan_kernel(L);
+  if (L->smem_bytes > SMEM_LIMIT) {
+    lk_error(L, NULL, "kernel '%s' needs %d bytes of shared memory for its tiles; a block can have at most %d",
+             k->name, L->smem_bytes, SMEM_LIMIT);
+    goto done;
+  }
+
+  /* gpu.module @<symbol>_module { smem global; gpu.func @<symbol>(...) kernel } */
+  char buf[512];
+  MlirRegion mreg = mlirRegionCreate();
+  MlirBlock mblock = mlirBlockCreate(0, NULL, NULL);
+  mlirRegionAppendOwnedBlock(mreg, mblock);
+  snprintf(buf, sizeof buf, "%s_module", symbol);
+  MlirOperationState ms = mlirOperationStateGet(mlirStringRefCreateFromCString("gpu.module"), b->loc);
+  MlirNamedAttribute msym = mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(buf)));
+  mlirOperationStateAddAttributes(&ms, 1, &msym);
+  mlirOperationStateAddOwnedRegions(&ms, 1, &mreg);
+  MlirOperation gmod = mlirOperationCreate(&ms);
+  mlirBlockAppendOwnedOperation(module_body, gmod);
+
+  b->block = mblock;
+  {
+    MlirNamedAttribute ga[5] = {
+        mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString("__cake_smem"))),
+        mlb_named(b, "global_type", mlirTypeAttrGet(mlb_type(b, "!llvm.array<0 x i8>"))),
+        mlb_named(b, "addr_space", mlirIntegerAttrGet(b->i32, 3)),
+        mlb_named(b, "alignment", mlirIntegerAttrGet(b->i64, 128)),
+        mlb_named(b, "linkage", mlb_attr(b, "#llvm.linkage<external>")),
+    };
+    MlirOperationState gs = mlirOperationStateGet(mlirStringRefCreateFromCString("llvm.mlir.global"), b->loc);
+    mlirOperationStateAddAttributes(&gs, 5, ga);
+    MlirRegion init = mlirRegionCreate();
+    mlirOperationStateAddOwnedRegions(&gs, 1, &init);
+    mlirBlockAppendOwnedOperation(mblock, mlirOperationCreate(&gs));
+  }
+
+  MlirType atypes[64];
+  MlirLocation alocs[64];
+  for (int i = 0; i < abi->nargs; i++) {
+    atypes[i] = arg_type(b, &abi->args[i]);
+    alocs[i] = b->loc;
+  }
+  MlirType fty = mlirFunctionTypeGet(ctx, abi->nargs, atypes, 0, NULL);
+  MlirRegion freg = mlirRegionCreate();
+  MlirBlock entry = mlirBlockCreate(abi->nargs, atypes, alocs);
+  mlirRegionAppendOwnedBlock(freg, entry);
+  int32_t block_size[3] = {k->threads, 1, 1};
+  MlirNamedAttribute fa[4] = {
+      mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(symbol))),
+      mlb_named(b, "function_type", mlirTypeAttrGet(fty)),
+      mlb_named(b, "gpu.kernel", mlirUnitAttrGet(ctx)),
+      mlb_named(b, "known_block_size", mlirDenseI32ArrayGet(ctx, 3, block_size)),
+  };
+  MlirOperationState fs = mlirOperationStateGet(mlirStringRefCreateFromCString("gpu.func"), b->loc);
+  mlirOperationStateAddAttributes(&fs, 4, fa);
+  mlirOperationStateAddOwnedRegions(&fs, 1, &freg);
+  MlirOperation func = mlirOperationCreate(&fs);
+  mlirBlockAppendOwnedOperation(mblock, func);
+
+  b->block = entry;
+  for (int i = 0; i < abi->nargs; i++) L->args[i] = mlirBlockGetArgument(entry, i);
+  L->tid = mlb_thread_id(b);
+  {
+    MlirNamedAttribute na = mlb_named(b, "global_name", mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString("__cake_smem")));
+    L->smem = mlb_op1(b, "llvm.mlir.addressof", b->ptr_s, 0, NULL, 1, &na);
+  }
+  for (int d = 0; d < 3; d++) {
+    int ax = abi->grid_axis_of_dim[d];
+    if (ax >= 0) L->grid[ax] = mlb_block_id(b, d);
+  }
+  /* grid indices are scalars the walk picks up from L->grid */
+  emit_block(L, &k->body);
+  mlb_op(b, "gpu.return", 0, NULL, 0, NULL, 0, NULL);
+
+done:
+  *smem_bytes = L->smem_bytes;
+  free(L->homes);
+  free(L->chunks);
+  free(L->pos);
+  return L->failed ? -1 : 0;
+}
