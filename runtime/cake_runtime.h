@@ -1,0 +1,128 @@
+/* cake_runtime.h - libcakert, the Cake runtime: load a package, plan a
+ * problem, validate tensors, launch compiled programs. C, CUDA driver API.
+ *
+ * Contract
+ * - Nothing here prints or exits. Every function returns a cake_status;
+ *   on failure cake_last_error() (per thread) says what went wrong, naming
+ *   the tensor, axis, file or kernel involved.
+ * - Host memory comes from the caller's cake_allocator (or malloc/free).
+ *   Device memory is the caller's: tensors, the workspace and the saved area
+ *   are passed in; the runtime never allocates on the device.
+ * - The runtime links no CUDA library at build time: it loads the driver
+ *   (libcuda.so.1) when a launch first needs it, so packages can be loaded,
+ *   plans made and tensors validated on a machine without a GPU.
+ *
+ * Use
+ *   cake_package *pkg;  cake_package_load("build/package", NULL, &pkg);
+ *   const cake_program *prog;  cake_package_program(pkg, "first", &prog);
+ *   cake_plan *plan;  cake_plan_create(prog, &plan);
+ *   cake_plan_set_dim(plan, "T", 8192);  cake_plan_set_dim(plan, "H", 16);
+ *   cake_plan_set_docs(plan, cu_seqlens_host, n_docs);   // optional
+ *   cake_plan_finalize(plan);
+ *   size_t ws;  cake_plan_workspace_bytes(plan, &ws);    // before allocating
+ *   cake_binding b[] = {{"x", x}, {"y", y}, {"w", w}, {"z", z}};
+ *   cake_launch(plan, "fwd", b, 4, workspace, ws, 0, 0, stream);
+ */
+#ifndef CAKE_RUNTIME_H
+#define CAKE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cake_status {
+  CAKE_OK = 0,
+  CAKE_ERR_ARGUMENT,    /* a bad argument: unknown name, wrong count, missing value */
+  CAKE_ERR_IO,          /* a file could not be read */
+  CAKE_ERR_PACKAGE,     /* the manifest is malformed or a file fails its sha256 */
+  CAKE_ERR_NOT_FOUND,   /* no such program, entry, or no kernel for this GPU */
+  CAKE_ERR_TENSOR,      /* a tensor fails validation */
+  CAKE_ERR_PLAN,        /* the problem cannot be planned (dims, cu_seqlens, grid limits) */
+  CAKE_ERR_CUDA,        /* the CUDA driver reported an error or is missing */
+  CAKE_ERR_MEMORY,      /* host allocation failed */
+} cake_status;
+
+/* The message of the last failed call on this thread. */
+const char *cake_last_error(void);
+const char *cake_status_name(cake_status s);
+
+typedef struct cake_allocator {
+  void *(*alloc)(void *ctx, size_t bytes);
+  void (*free)(void *ctx, void *p);
+  void *ctx;
+} cake_allocator;
+
+typedef enum cake_dtype { CAKE_BF16, CAKE_F16, CAKE_F32, CAKE_I32 } cake_dtype;
+const char *cake_dtype_name(cake_dtype t);
+
+enum { CAKE_MAX_RANK = 6 };
+
+typedef struct cake_tensor {
+  uint64_t data;                   /* device pointer (CUdeviceptr); 0 = absent (optional tensors only) */
+  cake_dtype dtype;
+  int rank;
+  int64_t shape[CAKE_MAX_RANK];
+  int64_t strides[CAKE_MAX_RANK];  /* in elements; all zero means contiguous row-major */
+} cake_tensor;
+
+typedef struct cake_binding {
+  const char *name;
+  cake_tensor tensor;
+} cake_binding;
+
+typedef struct cake_package cake_package;
+typedef struct cake_program cake_program;
+typedef struct cake_plan cake_plan;
+
+/* Load `dir`/manifest.json and every file it lists; each file is checked
+ * against its sha256. The binaries are kept in host memory. */
+cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
+void cake_package_free(cake_package *pkg);
+cake_status cake_package_program(const cake_package *pkg, const char *name, const cake_program **out);
+int cake_package_program_count(const cake_package *pkg);
+const char *cake_package_program_name(const cake_package *pkg, int i);
+
+/* Plans: the problem's dims and documents, its chunk table and the byte-exact
+ * workspace and saved-tensor layout. No device is needed. */
+cake_status cake_plan_create(const cake_program *prog, cake_plan **out);
+void cake_plan_free(cake_plan *plan);
+cake_status cake_plan_set_dim(cake_plan *plan, const char *name, int64_t value);
+/* Packed documents: cu_seqlens (host memory, ndocs + 1 nondecreasing offsets
+ * from 0 to T). Sets the program's docs dim. Without it, all T tokens form
+ * one document. No device synchronisation is involved. */
+cake_status cake_plan_set_docs(cake_plan *plan, const int32_t *cu_seqlens, int64_t ndocs);
+cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value);
+cake_status cake_plan_finalize(cake_plan *plan);
+cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
+int64_t cake_plan_chunk_count(const cake_plan *plan);
+cake_status cake_plan_workspace_bytes(const cake_plan *plan, size_t *bytes);
+cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
+/* Where one workspace item (a temp tensor, "chunk_table", "doc_table") or
+ * saved tensor lives: its byte offset and size inside its area. */
+cake_status cake_plan_item(const cake_plan *plan, const char *name, size_t *offset, size_t *bytes);
+
+/* Check the bindings of `entry` against the plan: every required tensor
+ * bound once, each with the declared dtype, rank, extents (per axis),
+ * contiguity and 16-byte alignment. Pure host check; no device needed. */
+cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_binding *b, int n);
+
+/* Launch the stages of `entry` in order on `stream` (a CUstream; 0 = the
+ * default stream) in the current CUDA context. Validates first, including
+ * that every pointer is device memory of the current device. The workspace
+ * must hold cake_plan_workspace_bytes() bytes (the same for `saved`).
+ * The runtime writes its chunk tables into the workspace with a stream-
+ * ordered copy before the first stage. */
+cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
+                        size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
+
+/* The target the current device runs ("sm_90a", ...), for messages and tests. */
+cake_status cake_device_target(char *buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,199 @@
+/* cuda.c - the CUDA driver, opened with dlopen on first use, and the few
+ * driver calls the runtime makes (module loading, launches, copies). */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+struct RtCuda {
+  CUresult (*Init)(unsigned);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxGetDevice)(CUdevice *);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                           void **, void **);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
+  CUresult (*GetErrorString)(CUresult, const char **);
+};
+
+static RtCuda g_cuda;
+static int g_cuda_state; /* 0 = not tried, 1 = ok, -1 = failed */
+static char g_cuda_error[512];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void load_driver(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(g_cuda_error, sizeof g_cuda_error, "the CUDA driver (libcuda.so.1) could not be loaded: %s", dlerror());
+    g_cuda_state = -1;
+    return;
+  }
+#define SYM(field, name)                                                                          \
+  do {                                                                                            \
+    *(void **)&g_cuda.field = dlsym(h, name);                                                     \
+    if (!g_cuda.field) {                                                                          \
+      snprintf(g_cuda_error, sizeof g_cuda_error, "the CUDA driver lacks %s (too old?)", name);   \
+      g_cuda_state = -1;                                                                          \
+      return;                                                                                     \
+    }                                                                                             \
+  } while (0)
+  SYM(Init, "cuInit");
+  SYM(CtxGetCurrent, "cuCtxGetCurrent");
+  SYM(CtxGetDevice, "cuCtxGetDevice");
+  SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
+  SYM(ModuleLoadData, "cuModuleLoadData");
+  SYM(ModuleUnload, "cuModuleUnload");
+  SYM(ModuleGetFunction, "cuModuleGetFunction");
+  SYM(FuncSetAttribute, "cuFuncSetAttribute");
+  SYM(LaunchKernel, "cuLaunchKernel");
+  SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  SYM(PointerGetAttribute, "cuPointerGetAttribute");
+  SYM(GetErrorString, "cuGetErrorString");
+#undef SYM
+  CUresult rc = g_cuda.Init(0);
+  if (rc != CUDA_SUCCESS) {
+    const char *m = NULL;
+    g_cuda.GetErrorString(rc, &m);
+    snprintf(g_cuda_error, sizeof g_cuda_error, "cuInit failed: %s (no usable GPU?)", m ? m : "unknown error");
+    g_cuda_state = -1;
+    return;
+  }
+  g_cuda_state = 1;
+}
+
+cake_status rt_cuda(const RtCuda **out) {
+  pthread_once(&g_once, load_driver);
+  if (g_cuda_state != 1) return rt_fail(CAKE_ERR_CUDA, "%s", g_cuda_error);
+  *out = &g_cuda;
+  return CAKE_OK;
+}
+
+cake_status rt_cuda_check(int rc, const char *what) {
+  if (rc == CUDA_SUCCESS) return CAKE_OK;
+  const char *m = NULL;
+  if (g_cuda.GetErrorString) g_cuda.GetErrorString((CUresult)rc, &m);
+  return rt_fail(CAKE_ERR_CUDA, "%s failed: %s (CUDA error %d)", what, m ? m : "unknown error", rc);
+}
+
+cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_out) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  CUcontext ctx = NULL;
+  if ((s = rt_cuda_check(cu->CtxGetCurrent(&ctx), "cuCtxGetCurrent"))) return s;
+  if (!ctx) return rt_fail(CAKE_ERR_CUDA, "no current CUDA context: create or retain one on the launching thread");
+  CUdevice dev;
+  if ((s = rt_cuda_check(cu->CtxGetDevice(&dev), "cuCtxGetDevice"))) return s;
+  int major = 0, minor = 0;
+  if ((s = rt_cuda_check(cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")))
+    return s;
+  if ((s = rt_cuda_check(cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")))
+    return s;
+  snprintf(buf, n, "sm_%d%da", major, minor);
+  if (ctx_out) *ctx_out = ctx;
+  if (device_out) *device_out = (int)dev;
+  return CAKE_OK;
+}
+
+cake_status cake_device_target(char *buf, size_t n) { return rt_current_target(buf, n, NULL, NULL); }
+
+cake_status rt_check_device_pointer(uint64_t ptr, int device, const char *name) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  unsigned int mtype = 0;
+  CUresult rc = cu->PointerGetAttribute(&mtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)ptr);
+  if (rc != CUDA_SUCCESS || (mtype != CU_MEMORYTYPE_DEVICE && mtype != CU_MEMORYTYPE_UNIFIED))
+    return rt_fail(CAKE_ERR_TENSOR, "%s: 0x%llx is not device memory known to CUDA", name, (unsigned long long)ptr);
+  int ordinal = -1;
+  rc = cu->PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, (CUdeviceptr)ptr);
+  if (rc == CUDA_SUCCESS && ordinal != device)
+    return rt_fail(CAKE_ERR_TENSOR, "%s is on device %d, but the current context is on device %d", name, ordinal, device);
+  return CAKE_OK;
+}
+
+/* The image for `target`: its cubin, or the fatbin (whose PTX the driver compiles). */
+static const RtKernel *pick(const RtStage *st, const char *target) {
+  for (int i = 0; i < st->nkernels; i++)
+    if (!strcmp(st->kernels[i].target, target)) return &st->kernels[i];
+  return NULL;
+}
+
+cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function) {
+  for (int i = 0; i < st->nloaded; i++)
+    if (st->loaded[i].ctx == ctx) {
+      *function = st->loaded[i].function;
+      return CAKE_OK;
+    }
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  const RtKernel *k = pick(st, target);
+  if (!k) {
+    char have[256] = "";
+    for (int i = 0; i < st->nkernels; i++) {
+      strncat(have, i ? ", " : "", sizeof have - strlen(have) - 1);
+      strncat(have, st->kernels[i].target, sizeof have - strlen(have) - 1);
+    }
+    return rt_fail(CAKE_ERR_NOT_FOUND, "stage '%s' has no kernel for %s (this GPU); the package has %s", st->name,
+                   target, have);
+  }
+  pthread_mutex_lock(&pkg->lock);
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  /* PTX-only targets load through the fatbin: the driver compiles the PTX. */
+  const void *image = strcmp(k->format, "cubin") == 0 || !st->fatbin ? (const void *)k->image : (const void *)st->fatbin;
+  s = rt_cuda_check(cu->ModuleLoadData(&mod, image), "cuModuleLoadData");
+  if (!s) s = rt_cuda_check(cu->ModuleGetFunction(&fn, mod, k->symbol), "cuModuleGetFunction");
+  if (!s && k->shared_bytes > 48 * 1024)
+    s = rt_cuda_check(cu->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k->shared_bytes),
+                      "cuFuncSetAttribute(max dynamic shared memory)");
+  if (!s && st->nloaded == RT_MAX_CTX) s = rt_fail(CAKE_ERR_CUDA, "stage '%s' is loaded in too many contexts", st->name);
+  if (!s) {
+    RtLoaded *l = &st->loaded[st->nloaded++];
+    l->ctx = ctx;
+    l->module = mod;
+    l->function = fn;
+    snprintf(l->target, sizeof l->target, "%s", target);
+    *function = fn;
+  } else if (mod) {
+    cu->ModuleUnload(mod);
+  }
+  pthread_mutex_unlock(&pkg->lock);
+  return s;
+}
+
+void rt_unload_modules(cake_package *pkg) {
+  if (g_cuda_state != 1) return;
+  for (int i = 0; i < pkg->nprograms; i++)
+    for (int j = 0; j < pkg->programs[i].nstages; j++) {
+      RtStage *st = &pkg->programs[i].stages[j];
+      for (int k = 0; k < st->nloaded; k++) g_cuda.ModuleUnload((CUmodule)st->loaded[k].module);
+      st->nloaded = 0;
+    }
+}
+
+cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared, void *stream,
+                             void **params) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->LaunchKernel((CUfunction)function, grid[0], grid[1], grid[2], threads, 1, 1, shared,
+                                        (CUstream)stream, params, NULL),
+                       "cuLaunchKernel");
+}
+
+cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->MemcpyHtoDAsync((CUdeviceptr)dst, src, n, (CUstream)stream), "cuMemcpyHtoDAsync");
+}

@@ -1,0 +1,298 @@
+/* plan.c - the host plan: dims, documents, the chunk table, the byte-exact
+ * workspace and saved-area layout, and tensor validation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+enum { ITEM_ALIGN = 256 };
+
+int64_t rt_extent(const cake_plan *plan, RtExtent e) { return e.dim >= 0 ? plan->dims[e.dim] : e.value; }
+
+cake_status cake_plan_create(const cake_program *prog, cake_plan **out) {
+  if (!prog || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_create: prog and out are required");
+  const cake_allocator *al = &prog->pkg->al;
+  cake_plan *p = rt_alloc(al, sizeof *p);
+  if (!p) return CAKE_ERR_MEMORY;
+  p->prog = prog;
+  p->dims = rt_alloc(al, sizeof(int64_t) * (size_t)(prog->ndims + 1));
+  p->dim_set = rt_alloc(al, sizeof(int) * (size_t)(prog->ndims + 1));
+  p->params = rt_alloc(al, sizeof(double) * (size_t)(prog->nparams + 1));
+  p->param_set = rt_alloc(al, sizeof(int) * (size_t)(prog->nparams + 1));
+  if (!p->dims || !p->dim_set || !p->params || !p->param_set) {
+    cake_plan_free(p);
+    return CAKE_ERR_MEMORY;
+  }
+  *out = p;
+  return CAKE_OK;
+}
+
+void cake_plan_free(cake_plan *p) {
+  if (!p) return;
+  const cake_allocator *al = &p->prog->pkg->al;
+  rt_free(al, p->dims);
+  rt_free(al, p->dim_set);
+  rt_free(al, p->params);
+  rt_free(al, p->param_set);
+  rt_free(al, p->cu);
+  rt_free(al, p->chunk_table);
+  rt_free(al, p->doc_table);
+  rt_free(al, p->items);
+  rt_free(al, p);
+}
+
+static cake_status unfinalize(cake_plan *p) {
+  p->finalized = 0;
+  p->tables_uploaded_to = 0;
+  return CAKE_OK;
+}
+
+cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
+  if (!p || !name) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_dim: plan and name are required");
+  for (int i = 0; i < p->prog->ndims; i++)
+    if (!strcmp(p->prog->dims[i], name)) {
+      if (i == p->prog->docs_dim)
+        return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the documents; it is set by cake_plan_set_docs", name);
+      if (value < 0 || value > INT32_MAX)
+        return rt_fail(CAKE_ERR_ARGUMENT, "dim %s = %lld is out of range [0, 2^31)", name, (long long)value);
+      p->dims[i] = value;
+      p->dim_set[i] = 1;
+      return unfinalize(p);
+    }
+  return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no dim '%s'", p->prog->name, name);
+}
+
+cake_status cake_plan_get_dim(const cake_plan *p, const char *name, int64_t *value) {
+  for (int i = 0; i < p->prog->ndims; i++)
+    if (!strcmp(p->prog->dims[i], name)) {
+      if (!p->dim_set[i]) return rt_fail(CAKE_ERR_ARGUMENT, "dim '%s' is not set", name);
+      *value = p->dims[i];
+      return CAKE_OK;
+    }
+  return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no dim '%s'", p->prog->name, name);
+}
+
+cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
+  if (!p || !cu || ndocs < 1) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_docs: cu_seqlens and ndocs >= 1 are required");
+  if (p->prog->tokens_dim < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no token sequence", p->prog->name);
+  if (ndocs > INT32_MAX - 1) return rt_fail(CAKE_ERR_ARGUMENT, "too many documents (%lld)", (long long)ndocs);
+  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d, must be 0", cu[0]);
+  for (int64_t i = 0; i < ndocs; i++)
+    if (cu[i + 1] < cu[i])
+      return rt_fail(CAKE_ERR_PLAN, "cu_seqlens decreases at document %lld (%d then %d)", (long long)i, cu[i], cu[i + 1]);
+  const cake_allocator *al = &p->prog->pkg->al;
+  int32_t *copy = rt_alloc(al, sizeof(int32_t) * (size_t)(ndocs + 1));
+  if (!copy) return CAKE_ERR_MEMORY;
+  memcpy(copy, cu, sizeof(int32_t) * (size_t)(ndocs + 1));
+  rt_free(al, p->cu);
+  p->cu = copy;
+  p->ndocs = ndocs;
+  return unfinalize(p);
+}
+
+cake_status cake_plan_set_param(cake_plan *p, const char *name, double value) {
+  for (int i = 0; i < p->prog->nparams; i++)
+    if (!strcmp(p->prog->params[i].name, name)) {
+      p->params[i] = value;
+      p->param_set[i] = 1;
+      return CAKE_OK;
+    }
+  return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no parameter '%s'", p->prog->name, name);
+}
+
+static size_t align_up(size_t x) { return (x + ITEM_ALIGN - 1) / ITEM_ALIGN * ITEM_ALIGN; }
+
+static int uses_tables(const cake_program *prog, RtArgWhat what) {
+  for (int s = 0; s < prog->nstages; s++)
+    for (int a = 0; a < prog->stages[s].nargs; a++)
+      if (prog->stages[s].args[a].what == what) return 1;
+  return 0;
+}
+
+cake_status cake_plan_finalize(cake_plan *p) {
+  const cake_program *prog = p->prog;
+  const cake_allocator *al = &prog->pkg->al;
+  for (int i = 0; i < prog->ndims; i++) {
+    if (i == prog->docs_dim) continue;
+    if (!p->dim_set[i]) return rt_fail(CAKE_ERR_PLAN, "dim '%s' of program '%s' is not set", prog->dims[i], prog->name);
+  }
+  for (int i = 0; i < prog->nparams; i++)
+    if (!p->param_set[i] && !prog->params[i].has_default)
+      return rt_fail(CAKE_ERR_PLAN, "parameter '%s' has no default and is not set", prog->params[i].name);
+  /* documents and the chunk table */
+  rt_free(al, p->chunk_table);
+  rt_free(al, p->doc_table);
+  p->chunk_table = NULL;
+  p->doc_table = NULL;
+  p->nchunks = 0;
+  if (prog->tokens_dim >= 0) {
+    int64_t T = p->dims[prog->tokens_dim];
+    int64_t nd = p->cu ? p->ndocs : 1;
+    if (p->cu && p->cu[nd] != T)
+      return rt_fail(CAKE_ERR_PLAN, "cu_seqlens ends at %d but the token dim %s is %lld", p->cu[nd],
+                     prog->dims[prog->tokens_dim], (long long)T);
+    if (prog->docs_dim >= 0) {
+      p->dims[prog->docs_dim] = nd;
+      p->dim_set[prog->docs_dim] = 1;
+    }
+    int64_t C = prog->chunk, n = 0;
+    for (int64_t d = 0; d < nd; d++) {
+      int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
+      n += (e - s + C - 1) / C;
+    }
+    if (n > INT32_MAX) return rt_fail(CAKE_ERR_PLAN, "too many chunks (%lld)", (long long)n);
+    p->chunk_table = rt_alloc(al, sizeof(int32_t) * 4 * (size_t)(n + 1));
+    p->doc_table = rt_alloc(al, sizeof(int32_t) * (size_t)(nd + 1));
+    if (!p->chunk_table || !p->doc_table) return CAKE_ERR_MEMORY;
+    int64_t c = 0;
+    for (int64_t d = 0; d < nd; d++) {
+      int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
+      p->doc_table[d] = (int32_t)c;
+      for (int64_t t = s; t < e; t += C, c++) {
+        p->chunk_table[4 * c] = (int32_t)t;
+        p->chunk_table[4 * c + 1] = (int32_t)(t + C < e ? t + C : e);
+        p->chunk_table[4 * c + 2] = (int32_t)d;
+        p->chunk_table[4 * c + 3] = 0;
+      }
+    }
+    p->doc_table[nd] = (int32_t)c;
+    p->nchunks = n;
+    p->ndocs = nd;
+  }
+  /* layout: tables, then temp tensors in the workspace; save tensors in the saved area */
+  rt_free(al, p->items);
+  p->items = rt_alloc(al, sizeof(RtItem) * (size_t)(prog->ntensors + 2));
+  if (!p->items) return CAKE_ERR_MEMORY;
+  p->nitems = 0;
+  size_t ws = 0, sv = 0;
+  if (p->chunk_table && uses_tables(prog, A_CHUNK_TABLE)) {
+    p->items[p->nitems++] = (RtItem){"chunk_table", 0, ws, (size_t)p->nchunks * 16, -1};
+    ws = align_up(ws + (size_t)p->nchunks * 16);
+  }
+  if (p->doc_table && uses_tables(prog, A_DOC_TABLE)) {
+    p->items[p->nitems++] = (RtItem){"doc_table", 0, ws, (size_t)(p->ndocs + 1) * 4, -1};
+    ws = align_up(ws + (size_t)(p->ndocs + 1) * 4);
+  }
+  for (int i = 0; i < prog->ntensors; i++) {
+    const RtTensor *t = &prog->tensors[i];
+    if (t->role != ROLE_TEMP_ && t->role != ROLE_SAVE_) continue;
+    size_t bytes = rt_dtype_bytes(t->dtype);
+    for (int j = 0; j < t->rank; j++) bytes *= (size_t)rt_extent(p, t->shape[j]);
+    size_t *area = t->role == ROLE_TEMP_ ? &ws : &sv;
+    p->items[p->nitems++] = (RtItem){t->name, t->role == ROLE_SAVE_, *area, bytes, i};
+    *area = align_up(*area + bytes);
+  }
+  p->workspace_bytes = ws;
+  p->saved_bytes = sv;
+  p->finalized = 1;
+  p->tables_uploaded_to = 0;
+  return CAKE_OK;
+}
+
+static cake_status need_final(const cake_plan *p) {
+  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "plan is NULL");
+  if (!p->finalized) return rt_fail(CAKE_ERR_PLAN, "the plan is not finalized (call cake_plan_finalize after setting dims)");
+  return CAKE_OK;
+}
+
+int64_t cake_plan_chunk_count(const cake_plan *p) { return p && p->finalized ? p->nchunks : -1; }
+
+cake_status cake_plan_workspace_bytes(const cake_plan *p, size_t *bytes) {
+  cake_status s = need_final(p);
+  if (!s) *bytes = p->workspace_bytes;
+  return s;
+}
+
+cake_status cake_plan_saved_bytes(const cake_plan *p, size_t *bytes) {
+  cake_status s = need_final(p);
+  if (!s) *bytes = p->saved_bytes;
+  return s;
+}
+
+cake_status cake_plan_item(const cake_plan *p, const char *name, size_t *offset, size_t *bytes) {
+  cake_status s = need_final(p);
+  if (s) return s;
+  for (int i = 0; i < p->nitems; i++)
+    if (!strcmp(p->items[i].name, name)) {
+      *offset = p->items[i].offset;
+      *bytes = p->items[i].bytes;
+      return CAKE_OK;
+    }
+  return rt_fail(CAKE_ERR_NOT_FOUND, "the plan has no workspace or saved item '%s'", name);
+}
+
+/* ---- validation ---- */
+
+static const char *extent_name(const cake_plan *p, RtExtent e, char *buf, size_t n) {
+  if (e.dim >= 0) snprintf(buf, n, "%s", p->prog->dims[e.dim]);
+  else snprintf(buf, n, "%lld", (long long)e.value);
+  return buf;
+}
+
+static cake_status check_tensor(const cake_plan *p, const RtTensor *t, const cake_tensor *x) {
+  if (x->dtype != t->dtype)
+    return rt_fail(CAKE_ERR_TENSOR, "%s must be %s, got %s", t->name, cake_dtype_name(t->dtype), cake_dtype_name(x->dtype));
+  if (x->rank != t->rank) return rt_fail(CAKE_ERR_TENSOR, "%s must have rank %d, got %d", t->name, t->rank, x->rank);
+  for (int i = 0; i < t->rank; i++) {
+    int64_t want = rt_extent(p, t->shape[i]);
+    if (x->shape[i] != want) {
+      char nm[64];
+      return rt_fail(CAKE_ERR_TENSOR, "%s: axis %d (%s) has extent %lld, expected %lld", t->name, i,
+                     extent_name(p, t->shape[i], nm, sizeof nm), (long long)x->shape[i], (long long)want);
+    }
+  }
+  int strided = 0;
+  for (int i = 0; i < t->rank; i++) strided |= x->strides[i] != 0;
+  if (strided) {
+    int64_t expect = 1;
+    for (int i = t->rank - 1; i >= 0; i--) {
+      if (x->shape[i] != 1 && x->strides[i] != expect)
+        return rt_fail(CAKE_ERR_TENSOR, "%s: axis %d has stride %lld, expected %lld (tensors must be contiguous row-major)",
+                       t->name, i, (long long)x->strides[i], (long long)expect);
+      expect *= x->shape[i];
+    }
+  }
+  if (x->data % 16 != 0)
+    return rt_fail(CAKE_ERR_TENSOR, "%s: data pointer 0x%llx is not 16-byte aligned", t->name, (unsigned long long)x->data);
+  return CAKE_OK;
+}
+
+/* Which tensors an entry's stages pass as buffers. */
+static void entry_buffers(const cake_program *prog, const RtEntry *e, int *used) {
+  for (int s = 0; s < e->n; s++) {
+    const RtStage *st = &prog->stages[e->stages[s]];
+    for (int a = 0; a < st->nargs; a++)
+      if (st->args[a].what == A_TENSOR) used[st->args[a].index] = 1;
+  }
+}
+
+cake_status cake_validate(const cake_plan *p, const char *entry, const cake_binding *b, int n) {
+  cake_status s = need_final(p);
+  if (s) return s;
+  const cake_program *prog = p->prog;
+  int ei = rt_entry_index(prog, entry ? entry : "");
+  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "program '%s' has no entry '%s'", prog->name, entry ? entry : "(null)");
+  int used[256] = {0}, bound[256] = {0};
+  if (prog->ntensors > 256) return rt_fail(CAKE_ERR_ARGUMENT, "too many tensors");
+  entry_buffers(prog, &prog->entries[ei], used);
+  for (int i = 0; i < n; i++) {
+    int ti = rt_tensor_index(prog, b[i].name ? b[i].name : "");
+    if (ti < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no tensor '%s'", prog->name, b[i].name ? b[i].name : "(null)");
+    const RtTensor *t = &prog->tensors[ti];
+    if (t->role == ROLE_TEMP_ || t->role == ROLE_SAVE_)
+      return rt_fail(CAKE_ERR_ARGUMENT, "'%s' lives in the %s area and is not bound", t->name, t->role == ROLE_TEMP_ ? "workspace" : "saved");
+    if (bound[ti]++) return rt_fail(CAKE_ERR_ARGUMENT, "tensor '%s' is bound twice", t->name);
+    if (!b[i].tensor.data) {
+      if (!t->optional) return rt_fail(CAKE_ERR_TENSOR, "%s is required but its data pointer is 0", t->name);
+      continue;
+    }
+    if ((s = check_tensor(p, t, &b[i].tensor))) return s;
+  }
+  for (int i = 0; i < prog->ntensors; i++) {
+    const RtTensor *t = &prog->tensors[i];
+    if (used[i] && !bound[i] && !t->optional && (t->role == ROLE_IN_ || t->role == ROLE_OUT_))
+      return rt_fail(CAKE_ERR_ARGUMENT, "entry '%s' needs tensor '%s', which is not bound", entry, t->name);
+  }
+  return CAKE_OK;
+}

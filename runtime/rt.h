@@ -1,0 +1,190 @@
+/* rt.h - internals of libcakert shared by its modules. */
+#ifndef CAKE_RT_H
+#define CAKE_RT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cake_runtime.h"
+
+/* ---- errors and memory ---- */
+cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR_MEMORY */
+void rt_free(const cake_allocator *a, void *p);
+char *rt_strdup(const cake_allocator *a, const char *s);
+
+/* ---- sha256.c ---- */
+void rt_sha256(const void *data, size_t n, uint8_t out[32]);
+void rt_sha256_hex(const void *data, size_t n, char out[65]);
+
+/* ---- json.c: a strict reader for the manifest ---- */
+typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } JKind;
+typedef struct JNode JNode;
+struct JNode {
+  JKind kind;
+  double num;
+  int boolean;
+  char *str;      /* J_STR; also the key of an object member */
+  char *key;
+  JNode **items;  /* J_ARR elements, J_OBJ members (each with key) */
+  int n;
+};
+typedef struct JDoc {
+  const cake_allocator *al;
+  void **blocks;
+  int nblocks, cap;
+} JDoc;
+/* NULL on a syntax error, with a message (line:col) in err. */
+JNode *json_parse(JDoc *doc, const char *text, size_t len, char *err, size_t errlen);
+void json_free(JDoc *doc);
+const JNode *json_get(const JNode *obj, const char *key);
+
+/* ---- the loaded package ---- */
+enum { RT_MAX_AXES = 3, RT_MAX_CTX = 8 };
+
+typedef struct RtExtent {
+  int dim;       /* index into program dims, or -1 */
+  int64_t value; /* when dim < 0 */
+} RtExtent;
+
+typedef enum { ROLE_IN_, ROLE_OUT_, ROLE_TEMP_, ROLE_SAVE_ } RtRole;
+
+typedef struct RtTensor {
+  char *name;
+  RtRole role;
+  cake_dtype dtype;
+  int rank;
+  RtExtent shape[CAKE_MAX_RANK];
+  int optional;
+} RtTensor;
+
+typedef struct RtParam {
+  char *name;
+  int is_int;
+  int has_default;
+  double def;
+} RtParam;
+
+typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_NCHUNKS, A_PARAM } RtArgWhat;
+typedef struct RtArg {
+  RtArgWhat what;
+  int index; /* tensor, dim or param index */
+} RtArg;
+
+typedef enum { G_CHUNKS, G_DOCS, G_DIM, G_CONST } RtGridKind;
+typedef struct RtGrid {
+  RtGridKind kind;
+  int dim;
+  int64_t value;
+} RtGrid;
+
+typedef struct RtKernel {
+  char *target, *symbol, *format;
+  const uint8_t *image; /* points into the package's file bytes */
+  size_t len;
+  int shared_bytes;
+} RtKernel;
+
+typedef struct RtLoaded {
+  void *ctx;  /* CUcontext */
+  void *module, *function;
+  char target[16];
+} RtLoaded;
+
+typedef struct RtStage {
+  char *name;
+  int threads;
+  RtGrid grid[RT_MAX_AXES];
+  int ngrid;
+  RtArg *args;
+  int nargs;
+  RtKernel *kernels;
+  int nkernels;
+  const uint8_t *fatbin;
+  size_t fatbin_len;
+  RtLoaded loaded[RT_MAX_CTX];
+  int nloaded;
+} RtStage;
+
+typedef struct RtEntry {
+  char *name;
+  int *stages;
+  int n;
+} RtEntry;
+
+struct cake_program {
+  cake_package *pkg;
+  char *name;
+  char **dims;
+  int ndims, tokens_dim, docs_dim;
+  int chunk;
+  RtTensor *tensors;
+  int ntensors;
+  RtParam *params;
+  int nparams;
+  RtStage *stages;
+  int nstages;
+  RtEntry *entries;
+  int nentries;
+};
+
+typedef struct RtFile {
+  char *path;
+  uint8_t *data;
+  size_t len;
+} RtFile;
+
+struct cake_package {
+  cake_allocator al;
+  cake_program *programs;
+  int nprograms;
+  RtFile *files;
+  int nfiles;
+  pthread_mutex_t lock; /* guards module loading */
+};
+
+int rt_tensor_index(const cake_program *p, const char *name);
+int rt_entry_index(const cake_program *p, const char *name);
+size_t rt_dtype_bytes(cake_dtype t);
+
+/* ---- the plan ---- */
+typedef struct RtItem {
+  const char *name;
+  int area;      /* 0 = workspace, 1 = saved */
+  size_t offset, bytes;
+  int tensor;    /* tensor index, or -1 for the tables */
+} RtItem;
+
+struct cake_plan {
+  const cake_program *prog;
+  int64_t *dims;
+  int *dim_set;
+  double *params;
+  int *param_set;
+  int32_t *cu;        /* ndocs + 1 offsets, NULL = one document */
+  int64_t ndocs;
+  int finalized;
+  int32_t *chunk_table; /* [nchunks][4] */
+  int32_t *doc_table;   /* [ndocs + 1] */
+  int64_t nchunks;
+  RtItem *items;
+  int nitems;
+  size_t workspace_bytes, saved_bytes;
+  uint64_t tables_uploaded_to; /* workspace address of the last upload */
+  void *tables_ctx;
+};
+
+int64_t rt_extent(const cake_plan *plan, RtExtent e);
+
+/* ---- cuda.c: the driver, loaded on first use ---- */
+typedef struct RtCuda RtCuda;
+cake_status rt_cuda(const RtCuda **out);
+cake_status rt_cuda_check(int rc, const char *what);
+cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_out);
+cake_status rt_check_device_pointer(uint64_t ptr, int device, const char *name);
+cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function);
+cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared,
+                             void *stream, void **params);
+cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream);
+
+#endif

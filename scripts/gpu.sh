@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# gpu.sh - the GPU machine workflow in one place.
+#   scripts/gpu.sh prepare   (here)  build, compile the specs, gather .carry/
+#   scripts/gpu.sh run [ARGS] (there) run every GPU test and benchmark in .carry/
+# The GPU machine has CUDA and a driver but no LLVM/MLIR: everything is built
+# here and carried (the device tool's `carry: [".carry"]`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+  prepare)
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build -j2 >/dev/null
+    rm -rf .carry && mkdir -p .carry/bin
+    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake 2>/dev/null) --arch=sm_90a -o .carry/package
+    cp build/gpu/* .carry/bin/
+    [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
+    cp scripts/gpu.sh .carry/
+    du -sh .carry
+    ;;
+  run)
+    shift
+    out="${OUT:-/tmp/cake-out}"; mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt" || true
+    status=0
+    for t in .carry/bin/test_*; do
+      echo "== $(basename "$t")"
+      "$t" .carry/package "$@" 2>&1 | tee "$out/$(basename "$t").log" || status=1
+    done
+    exit $status
+    ;;
+  *) echo "usage: $0 prepare | run [--seed N]" >&2; exit 2 ;;
+esac
