@@ -283,7 +283,11 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
   int rc = 0;
   cJSON *pj = c->emit == EMIT_PACKAGE ? program_json(p, src_name) : NULL;
   cJSON *stages = pj ? cJSON_AddArrayToObject(pj, "stages") : NULL;
-  for (int ki = 0; ki < p->nkernels && rc == 0; ki++) {
+  /* A kernel that fails to compile does not stop the others: every kernel's
+   * errors are reported in one run. */
+  int failed = 0;
+  for (int ki = 0; ki < p->nkernels && rc != 2; ki++) {
+    rc = 0;
     const CirKernel *k = p->kernels[ki];
     KernelAbi abi;
     cir_kernel_abi(p, k, &abi);
@@ -366,7 +370,9 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       free(fb);
     }
     for (int i = 0; i < nb; i++) kernel_binary_free(&bins[i]);
+    if (rc == 1) failed = 1;
   }
+  if (rc == 0 && failed) rc = 1;
   if (pj) {
     cJSON_AddItemToArray(programs, pj);
   }

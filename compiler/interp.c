@@ -507,7 +507,7 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
   for (int i = 0; i < p->ndims; i++) I.dims[i] = args->dims[i];
   /* the chunk table */
   long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
-  I.ndocs = args->cu_seqlens ? (p->docs_dim >= 0 ? I.dims[p->docs_dim] : 1) : 1;
+  I.ndocs = args->cu_seqlens ? args->ndocs : 1;
   if (p->docs_dim >= 0) I.dims[p->docs_dim] = I.ndocs;
   I.doc_first = calloc((size_t)I.ndocs + 1, sizeof(long long));
   long long cap = p->chunk ? T / p->chunk + I.ndocs + 1 : 1;

@@ -15,7 +15,8 @@
 
 typedef struct InterpArgs {
   const long long *dims;    /* value per CirProgram dim (the docs dim is set from cu_seqlens) */
-  const long long *cu_seqlens; /* N+1 offsets, or NULL: one document of all tokens */
+  const long long *cu_seqlens; /* ndocs + 1 offsets, or NULL: one document of all tokens */
+  long long ndocs;
   const double *params;     /* value per CirProgram param (NaN: use the default) */
   double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
 } InterpArgs;

@@ -330,6 +330,7 @@ static CirOp binop_of(int tok) {
     case EQ: return OP_EQ;
     case NE: return OP_NE;
     case ANDAND: return OP_AND;
+    case OR: return OP_CONST; /* see expr(): `or` after something other than a load */
     case OROR: return OP_OR;
     case '@': return OP_MATMUL;
     default: return OP_CONST;
@@ -738,6 +739,10 @@ static CirInst *expr(Sema *s, const Expr *e) {
       CirInst *a = expr(s, e->a);
       CirInst *b = expr(s, e->b);
       CirOp op = binop_of(e->op);
+      if (e->op == OR) {
+        ERR(e->loc, "'or' gives the default of an optional tensor and must follow a load");
+        return poison(s, e->loc);
+      }
       if (op == OP_MATMUL) return matmul(s, e->loc, a, b);
       return binary(s, op, e->loc, a, b);
     }
@@ -812,6 +817,7 @@ static void assign_stmt(Sema *s, const Stmt *st) {
       cir_type_str(t2, sizeof t2, v->ty);
       ERR(st->value->loc, "carried value '%s' is %s, but this assigns %s; a carry keeps its type", st->name, t1,
           t2);
+      b->v = poison(s, st->value->loc); /* assigned, wrongly: no second message */
       return;
     }
   }

@@ -258,13 +258,13 @@ expr
   | expr ANDAND expr { $$ = mk_binary(pc, ANDAND, $1, $3, L(@2)); }
   | expr OROR expr  { $$ = mk_binary(pc, OROR, $1, $3, L(@2)); }
   | expr OR expr {
-      /* `load x[...] or default`: the default of an optional tensor */
-      if ($1->kind != E_LOAD || $1->b) {
-        diag_error(pc->diag, L(@2), "'or' gives the default of an optional tensor and must follow a load");
-        $$ = $1;
-      } else {
+      /* `load x[...] or default`: the default of an optional tensor;
+       * anything else is left for semantic analysis to report */
+      if ($1->kind == E_LOAD && !$1->b) {
         $1->b = $3;
         $$ = $1;
+      } else {
+        $$ = mk_binary(pc, OR, $1, $3, L(@2));
       }
     }
   | '-' expr %prec UMINUS { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '-'; $$->a = $2; }

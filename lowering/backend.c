@@ -327,7 +327,7 @@ static char *print_op(MlirOperation op, int debuginfo) {
   Buf b;
   buf_init(&b);
   MlirOpPrintingFlags fl = mlirOpPrintingFlagsCreate();
-  if (debuginfo) mlirOpPrintingFlagsEnableDebugInfo(fl, true, false);
+  if (debuginfo) mlirOpPrintingFlagsEnableDebugInfo(fl, true, false); /* re-parseable: loc aliases */
   mlirOperationPrintWithFlags(op, fl, append_cb, &b);
   mlirOpPrintingFlagsDestroy(fl);
   buf_puts(&b, "\n");

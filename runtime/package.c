@@ -30,6 +30,7 @@ const char *cake_status_name(cake_status s) {
 static void *def_alloc(void *ctx, size_t n) { return malloc(n); }
 static void def_free(void *ctx, void *p) { free(p); }
 static const cake_allocator default_allocator = {def_alloc, def_free, NULL};
+const cake_allocator *rt_default_allocator(void) { return &default_allocator; }
 
 void *rt_alloc(const cake_allocator *a, size_t n) {
   void *p = a->alloc(a->ctx, n ? n : 1);

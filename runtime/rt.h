@@ -12,6 +12,7 @@ cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(p
 void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR_MEMORY */
 void rt_free(const cake_allocator *a, void *p);
 char *rt_strdup(const cake_allocator *a, const char *s);
+const cake_allocator *rt_default_allocator(void);
 
 /* ---- sha256.c ---- */
 void rt_sha256(const void *data, size_t n, uint8_t out[32]);

@@ -1,0 +1,18 @@
+// The valid counterpart of dtype_invalid.cake.
+// RUN: %cakec %s --emit=cir | FileCheck %s
+program dtype
+dim T, H
+const C = 16
+sequence T, chunk C
+in  q : bf16[T, 16]
+in  g : f32[T, 16]
+out o : bf16[T, 16]
+kernel k over (c in chunks, h in H) {
+  a = load g[c, :]
+  p = (a as bf16) @ (a as bf16).T
+  store o[c, :] = (p * (h as f32) + 0.5) as bf16
+}
+// CHECK: = as %{{[0-9]+}} : bf16[16, 16]
+// CHECK: = matmul %{{[0-9]+}}, %{{[0-9]+}} : f32[16, 16]
+// CHECK: = as %{{[0-9]+}} : f32
+// CHECK: store o[chunk %0, :16] = %{{[0-9]+}}
