@@ -42,10 +42,13 @@ typedef struct Backend Backend;
 Backend *backend_create(Diag *diag, const char *cuda_root);
 void backend_destroy(Backend *be);
 
-/* Lower `k` for `target` as far as `stop` (MLIR, LLVM, PTX or CUBIN and beyond). */
+/* Lower `k` for `target` to PTX; with stop == EMIT_MLIR or EMIT_LLVM the
+ * MLIR as built or the optimised LLVM IR is kept as text too. */
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
                     const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
                     KernelBinary *out);
+/* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target. */
+int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb);
 
 /* One fatbin holding every cubin of `bins` and the PTX of those without one. */
 int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, unsigned char **out, size_t *len);

@@ -52,6 +52,17 @@ static void sha256_hex(const void *data, size_t n, char out[65]) {
   out[64] = 0;
 }
 
+/* 20 characters, the length of a digest in a kernel name */
+#define DIGEST_PLACEHOLDER "DIGESTDIGESTDIGESTDI"
+
+/* Replace every occurrence of `from` in s by the first strlen(from)
+ * characters of `to` (in place: same length). */
+static void replace_all(char *s, const char *from, const char *to) {
+  if (!s) return;
+  size_t n = strlen(from);
+  for (char *p = strstr(s, from); p; p = strstr(p + n, from)) memcpy(p, to, n);
+}
+
 static const char *base_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
@@ -309,17 +320,29 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
     }
     for (int ti = 0; ti < c->narchs && rc == 0; ti++) {
       const char *target = c->archs[ti];
+      /* The kernel is generated with a placeholder name; its digest then
+       * covers the generated PTX too, so a change in code generation
+       * renames the kernel even when the spec is unchanged. */
+      char symbol[512];
+      snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
+      EmitKind stop = c->emit < EMIT_PTX ? c->emit : EMIT_PTX;
+      KernelBinary *kb = &bins[nb];
+      if (backend_compile(c->be, &c->arena, &c->diag, p, k, &abi, target, symbol, stop, kb)) {
+        kernel_binary_free(kb);
+        rc = 1;
+        break;
+      }
       Buf dt;
       buf_init(&dt);
       digest_text(&dt, p, k, target);
+      buf_puts(&dt, kb->ptx);
       char hex[65];
       sha256_hex(dt.data, dt.len, hex);
       buf_free(&dt);
-      char symbol[512];
-      snprintf(symbol, sizeof symbol, "%s_%s_%.20s", p->name, k->name, hex);
-      EmitKind stop = c->emit >= EMIT_CUBIN ? EMIT_CUBIN : c->emit;
-      KernelBinary *kb = &bins[nb];
-      if (backend_compile(c->be, &c->arena, &c->diag, p, k, &abi, target, symbol, stop, kb)) {
+      char *texts[4] = {kb->symbol, kb->mlir, kb->llvm, kb->ptx};
+      for (int i = 0; i < 4; i++) replace_all(texts[i], DIGEST_PLACEHOLDER, hex);
+      snprintf(symbol, sizeof symbol, "%s", kb->symbol);
+      if (c->emit >= EMIT_CUBIN && backend_assemble(c->be, &c->diag, kb)) {
         kernel_binary_free(kb);
         rc = 1;
         break;

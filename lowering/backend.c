@@ -204,28 +204,20 @@ static int ptxas_knows(Backend *be, const char *target) {
   return ok;
 }
 
+/* The integer written just before `label` in ptxas's -v report, or 0. */
+static int number_before(const char *log, const char *label) {
+  const char *p = strstr(log, label);
+  if (!p) return 0;
+  while (p > log && p[-1] == ' ') p--;
+  while (p > log && p[-1] >= '0' && p[-1] <= '9') p--;
+  return atoi(p);
+}
+
 static void parse_ptxas_report(const char *log, KernelBinary *kb) {
-  const char *p;
-  if ((p = strstr(log, "bytes stack frame"))) {
-    const char *q = p;
-    while (q > log && q[-1] != '\n' && q[-1] != '\t' && q[-1] != ' ') q--;
-    kb->stack_bytes = atoi(q);
-  }
-  if ((p = strstr(log, "bytes spill stores"))) {
-    const char *q = p;
-    while (q > log && q[-1] != ' ') q--;
-    q--;
-    while (q > log && q[-1] != ' ') q--;
-    kb->spill_bytes = atoi(q);
-  }
-  if ((p = strstr(log, "bytes spill loads"))) {
-    const char *q = p;
-    while (q > log && q[-1] != ' ') q--;
-    q--;
-    while (q > log && q[-1] != ' ') q--;
-    kb->spill_bytes += atoi(q);
-  }
-  if ((p = strstr(log, "Used "))) kb->registers = atoi(p + 5);
+  kb->stack_bytes = number_before(log, "bytes stack frame");
+  kb->spill_bytes = number_before(log, "bytes spill stores") + number_before(log, "bytes spill loads");
+  const char *p = strstr(log, "Used ");
+  if (p) kb->registers = atoi(p + 5);
 }
 
 static int run_ptxas(Backend *be, Diag *diag, KernelBinary *kb) {
@@ -382,6 +374,18 @@ static char *emit_ptx(Diag *diag, LLVMModuleRef lm, const char *cpu, char **llvm
   return ptx;
 }
 
+int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
+  if (!ptxas_knows(be, kb->target)) {
+    char note[256];
+    snprintf(note, sizeof note,
+             "this ptxas cannot make an %s cubin; the fatbin carries %s PTX for the driver to compile", kb->target,
+             kb->ptx_target);
+    kb->note = strdup(note);
+    return 0;
+  }
+  return run_ptxas(be, diag, kb);
+}
+
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
                     const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
                     KernelBinary *out) {
@@ -406,10 +410,7 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
     diag_plain(diag, "internal error: the MLIR built for kernel '%s' does not verify", k->name);
     goto fail;
   }
-  if (stop == EMIT_MLIR) {
-    out->mlir = print_op(mop, 1);
-    goto ok;
-  }
+  if (stop == EMIT_MLIR) out->mlir = print_op(mop, 1);
   MlirPassManager pm = mlirPassManagerCreate(be->ctx);
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
   Buf perr;
@@ -435,17 +436,6 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   LLVMDisposeModule(lm);
   LLVMContextDispose(lctx);
   if (!out->ptx) goto fail;
-  if (stop == EMIT_LLVM || stop == EMIT_PTX) goto ok;
-  if (!ptxas_knows(be, target)) {
-    char note[256];
-    snprintf(note, sizeof note,
-             "this ptxas cannot make an %s cubin; the fatbin carries %s PTX for the driver to compile", target,
-             out->ptx_target);
-    out->note = strdup(note);
-    goto ok;
-  }
-  if (run_ptxas(be, diag, out)) goto fail;
-ok:
   mlirModuleDestroy(mod);
   be->diag = NULL;
   return diag->errors == errors0 ? 0 : -1;

@@ -195,48 +195,70 @@ static MlirValue tensor_present(LK *L, MlirValue base) {
   return mlb_op1(b, "llvm.icmp", b->i1, 2, ops, 1, &pr);
 }
 
-static Vals load_window(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W) {
+/* The pieces in which W lanes of a window are accessed: one vector access
+ * when the lanes are adjacent in memory (split at 16 bytes and at the known
+ * alignment), else one access per lane. Each piece carries its own mask:
+ * rows past the document end, and an absent optional tensor. */
+typedef struct WinPiece {
+  MlirValue ptr, valid, present; /* valid/present may be null: always true */
+  int first, lanes;
+} WinPiece;
+
+static int window_pieces(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, WinPiece *out) {
   Mlb *b = &L->b;
   const CirTensor *t = in->tensor;
-  int ti = abi_find(L->abi, ARG_TENSOR, t, 0);
-  MlirValue base = L->args[ti];
+  MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
   int eb = dtype_bytes(t->dtype);
-  MlirValue dflt = is_float(t->dtype) ? mlb_f32(b, in->fval) : mlb_i32(b, (long long)in->fval);
-  Vals out = {.n = W};
-  /* Lanes that are not contiguous in memory (a column of a row-major
-   * tensor) are loaded one by one, each with its own row mask. */
   WinAddr wa0 = window_addr(L, in, r, c, W);
   int per_lane = !wa0.contiguous && W > 1;
   int pl = per_lane ? 1 : piece_lanes(W, eb, wa0.align_elems * eb);
+  MlirValue present = t->optional ? tensor_present(L, base) : (MlirValue){0};
+  int n = 0;
   for (int l = 0; l < W; l += pl) {
     WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, in, r, plus(L, c, l), 1) : wa0;
     MlirValue off = wa.off;
     if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
-    MlirValue valid = wa.valid, present = {0};
-    if (t->optional) {
-      present = tensor_present(L, base);
-      valid = mlirValueIsNull(valid) ? present : mlb_bin(b, "arith.andi", valid, present);
-    }
-    MlirType lt = pl == 1 ? mem_type(L, t->dtype) : mlb_vec(b, pl, mem_type(L, t->dtype));
+    WinPiece *p = &out[n++];
+    p->ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
+    p->present = present;
+    p->valid = wa.valid;
+    if (!mlirValueIsNull(present))
+      p->valid = mlirValueIsNull(p->valid) ? present : mlb_bin(b, "arith.andi", p->valid, present);
+    p->first = l;
+    p->lanes = pl;
+  }
+  return n;
+}
+
+static Vals load_window(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W) {
+  Mlb *b = &L->b;
+  const CirTensor *t = in->tensor;
+  int eb = dtype_bytes(t->dtype);
+  MlirValue dflt = is_float(t->dtype) ? mlb_f32(b, in->fval) : mlb_i32(b, (long long)in->fval);
+  Vals out = {.n = W};
+  WinPiece pieces[MAX_W];
+  int np = window_pieces(L, in, r, c, W, pieces);
+  for (int k = 0; k < np; k++) {
+    const WinPiece *p = &pieces[k];
+    MlirType lt = p->lanes == 1 ? mem_type(L, t->dtype) : mlb_vec(b, p->lanes, mem_type(L, t->dtype));
     MlirValue loaded;
-    MlirValue ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
-    if (mlirValueIsNull(valid)) {
-      loaded = mlb_load(b, lt, ptr, pl * eb);
+    if (mlirValueIsNull(p->valid)) {
+      loaded = mlb_load(b, lt, p->ptr, p->lanes * eb);
     } else {
       MlbIf f;
-      mlb_if_begin(b, &f, valid, 1, &lt);
-      MlirValue x = mlb_load(b, lt, ptr, pl * eb);
+      mlb_if_begin(b, &f, p->valid, 1, &lt);
+      MlirValue x = mlb_load(b, lt, p->ptr, p->lanes * eb);
       mlb_if_else(b, &f, 1, &x);
       MlirValue z = mlb_op1(b, "llvm.mlir.zero", lt, 0, NULL, 0, NULL);
       mlb_if_end(b, &f, 1, &z);
       loaded = mlb_res(f.op, 0);
     }
-    for (int i = 0; i < pl; i++) {
-      MlirValue x = pl == 1 ? loaded : mlb_vextract(b, loaded, i);
+    for (int i = 0; i < p->lanes; i++) {
+      MlirValue x = p->lanes == 1 ? loaded : mlb_vextract(b, loaded, i);
       x = from_storage(L, x, t->dtype, t->dtype);
       /* rows past the document read 0; an absent optional tensor reads its default */
-      if (!mlirValueIsNull(present) && in->fval != 0) x = mlb_select(b, present, x, dflt);
-      out.v[l + i] = x;
+      if (!mlirValueIsNull(p->present) && in->fval != 0) x = mlb_select(b, p->present, x, dflt);
+      out.v[p->first + i] = x;
     }
   }
   return out;
@@ -517,38 +539,26 @@ void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, void *ctx) {
   Mlb *b = &L->b;
   const CirTensor *t = st->tensor;
-  const CirInst *v = st->args[0];
   DType want = t->dtype == DT_I32 ? DT_I32 : DT_F32;
-  Vals x = operand(L, v, st->ty, r, c, W, want);
-  int ti = abi_find(L->abi, ARG_TENSOR, t, 0);
-  MlirValue base = L->args[ti];
+  Vals x = operand(L, st->args[0], st->ty, r, c, W, want);
   int eb = dtype_bytes(t->dtype);
-  WinAddr wa0 = window_addr(L, st, r, c, W);
-  int per_lane = !wa0.contiguous && W > 1;
-  int pl = per_lane ? 1 : piece_lanes(W, eb, wa0.align_elems * eb);
-  for (int l = 0; l < W; l += pl) {
-    WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, st, r, plus(L, c, l), 1) : wa0;
-    MlirValue off = wa.off;
-    if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
-    MlirValue valid = wa.valid;
-    if (t->optional) {
-      MlirValue present = tensor_present(L, base);
-      valid = mlirValueIsNull(valid) ? present : mlb_bin(b, "arith.andi", valid, present);
-    }
+  WinPiece pieces[MAX_W];
+  int np = window_pieces(L, st, r, c, W, pieces);
+  for (int k = 0; k < np; k++) {
+    const WinPiece *p = &pieces[k];
     MlirValue val;
-    if (pl == 1) {
-      val = to_storage(L, x.v[l], t->dtype);
+    if (p->lanes == 1) {
+      val = to_storage(L, x.v[p->first], t->dtype);
     } else {
-      val = mlb_undef(b, mlb_vec(b, pl, mem_type(L, t->dtype)));
-      for (int i = 0; i < pl; i++) val = mlb_vinsert(b, val, to_storage(L, x.v[l + i], t->dtype), i);
+      val = mlb_undef(b, mlb_vec(b, p->lanes, mem_type(L, t->dtype)));
+      for (int i = 0; i < p->lanes; i++) val = mlb_vinsert(b, val, to_storage(L, x.v[p->first + i], t->dtype), i);
     }
-    MlirValue ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
-    if (mlirValueIsNull(valid)) {
-      mlb_store(b, val, ptr, pl * eb);
+    if (mlirValueIsNull(p->valid)) {
+      mlb_store(b, val, p->ptr, p->lanes * eb);
     } else {
       MlbIf f;
-      mlb_if_begin(b, &f, valid, 0, NULL);
-      mlb_store(b, val, ptr, pl * eb);
+      mlb_if_begin(b, &f, p->valid, 0, NULL);
+      mlb_store(b, val, p->ptr, p->lanes * eb);
       mlb_if_else(b, &f, 0, NULL);
       mlb_if_end(b, &f, 0, NULL);
     }
