@@ -5,7 +5,8 @@
  * specs' text, the options and the compiler version only. Kernel names are
  * <program>_<stage>_<digest>, the digest being the first 20 hex digits of
  * the sha256 of the kernel's CIR (with the program's declarations), the
- * target, the code generation options and the compiler version. */
+ * target, the code generation options, the compiler version and the PTX
+ * generated for it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
