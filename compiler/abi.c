@@ -63,13 +63,6 @@ void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
     a->dtype = DT_I32;
     a->dim = i;
   }
-  if (chunks) {
-    KernelArg *a = push(abi);
-    a->what = ARG_NCHUNKS;
-    a->kind = "parameter";
-    a->name = "nchunks";
-    a->dtype = DT_I32;
-  }
   for (int i = 0; i < p->nparams; i++) {
     if (!params[i]) continue;
     KernelArg *a = push(abi);

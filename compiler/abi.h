@@ -16,7 +16,6 @@ typedef enum {
   ARG_CHUNK_TABLE, /* i32 [nchunks, 4]: start token, end token, doc, 0 */
   ARG_DOC_TABLE,   /* i32 [N + 1]: first chunk of each document */
   ARG_DIM,         /* i32 value of a program dim */
-  ARG_NCHUNKS,     /* i32 number of chunks */
   ARG_PARAM,       /* a scalar parameter */
 } ArgWhat;
 

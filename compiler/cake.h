@@ -29,6 +29,7 @@ typedef struct cake_options {
   const char *output;    /* directory for package, cubin and fatbin; unused for text */
   int max_errors;        /* 0: 20 */
   const char *cuda_root; /* NULL: $CAKE_CUDA_ROOT, else /usr/local/cuda */
+  const char *options;   /* "name=value,..." fixes options; the others take every value. NULL: all variants */
 } cake_options;
 
 typedef struct cake_result cake_result;

@@ -11,6 +11,7 @@ static void usage(FILE *f) {
           "  --emit=KIND    ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package)\n"
           "  --arch=LIST    comma-separated targets (default: %s)\n"
           "  -o PATH        output directory (package, cubin, fatbin) or file (text forms; default stdout)\n"
+          "  --option N=V   compile only the variants with option N = V (repeatable; default: every variant)\n"
           "  --max-errors=N stop reporting after N errors (default 20)\n"
           "  --version      print the compiler version\n",
           cake_default_archs());
@@ -19,6 +20,8 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
   cake_options opt = {0};
   const char *out = NULL;
+  char *options = NULL;
+  size_t options_len = 0;
   cake_source *srcs = calloc((size_t)argc, sizeof *srcs);
   int n = 0;
   for (int i = 1; i < argc; i++) {
@@ -26,6 +29,15 @@ int main(int argc, char **argv) {
     if (!strncmp(a, "--emit=", 7)) opt.emit = a + 7;
     else if (!strncmp(a, "--arch=", 7)) opt.archs = a + 7;
     else if (!strncmp(a, "--max-errors=", 13)) opt.max_errors = atoi(a + 13);
+    else if (!strncmp(a, "--option", 8) && (a[8] == '=' || (!a[8] && i + 1 < argc))) {
+      const char *v = a[8] == '=' ? a + 9 : argv[++i];
+      size_t n0 = options_len;
+      options_len += strlen(v) + 1;
+      options = realloc(options, options_len + 1);
+      sprintf(options + n0, "%s%s", n0 ? "," : "", v);
+      if (!n0) options_len--;
+      opt.options = options;
+    }
     else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(a, "--version")) {
       printf("%s\n", cake_version());
@@ -70,5 +82,6 @@ int main(int argc, char **argv) {
   }
   cake_result_free(r);
   free(srcs);
+  free(options);
   return rc;
 }

@@ -163,10 +163,9 @@ void cir_dump_kernel(Buf *o, const CirProgram *p, const CirKernel *k) {
 
 void cir_dump(Buf *o, const CirProgram *p) {
   buf_printf(o, "program %s\n", p->name);
-  for (int i = 0; i < p->ndims; i++) {
-    const CirDim *d = &p->dims[i];
-    buf_printf(o, "dim %s%s\n", d->name, d->role == DIM_TOKENS ? " (tokens)" : d->role == DIM_DOCS ? " (docs)" : "");
-  }
+  for (int i = 0; i < p->noptions; i++) buf_printf(o, "option %s = %s\n", p->options[i].name, p->options[i].value);
+  static const char *const roles[] = {"", " (tokens)", " (docs)", " (chunks)"};
+  for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s%s\n", p->dims[i].name, roles[p->dims[i].role]);
   if (p->chunk) buf_printf(o, "chunk %d\n", p->chunk);
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];

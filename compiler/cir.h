@@ -23,7 +23,7 @@ typedef struct CirType {
 } CirType;
 
 /* A symbolic dimension bound at plan time. */
-typedef enum { DIM_USER, DIM_TOKENS, DIM_DOCS } DimRole;
+typedef enum { DIM_USER, DIM_TOKENS, DIM_DOCS, DIM_CHUNKS } DimRole;
 typedef struct CirDim {
   const char *name;
   DimRole role;
@@ -118,8 +118,29 @@ typedef struct CirEntry {
   int nstages;
 } CirEntry;
 
+/* A compile-time option: `option gate = safe in (safe, softplus, external)`. */
+typedef struct CirOption {
+  const char *name;
+  const char *def;
+  const char **values;
+  int nvalues;
+  const char *value; /* the value this program was compiled with */
+  Loc loc;
+} CirOption;
+
+/* Chosen option values (name=value pairs); options not named take their default. */
+typedef struct CirOptionSet {
+  const char *names[16];
+  const char *values[16];
+  int n;
+} CirOptionSet;
+
 typedef struct CirProgram {
   const char *name;
+  const char *variant;      /* "gate=safe,qk_norm=true" or "" without options */
+  CirOption *options;
+  int noptions;
+  int chunks_dim;           /* the chunk-count dim, or -1 */
   const Source *src;
   CirDim *dims;
   int ndims;
@@ -136,8 +157,12 @@ typedef struct CirProgram {
   int next_id;
 } CirProgram;
 
-/* Build CIR from a parsed program. NULL when errors were reported. */
-CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast);
+/* Build CIR from a parsed program, with the given option values (NULL: all
+ * defaults). NULL when errors were reported. */
+CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOptionSet *opts);
+
+/* The options a program declares (top level), checked. -1 after errors. */
+int cake_program_options(Arena *arena, Diag *diag, const Program *ast, CirOption **out);
 
 CirInst *cir_inst_new(Arena *a, CirProgram *p, CirOp op, CirType ty, Loc loc, int nargs);
 void cir_block_push(Arena *a, CirBlock *b, CirInst *inst);

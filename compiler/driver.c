@@ -119,6 +119,26 @@ static int parse_archs(Compilation *c, const char *list) {
   return 0;
 }
 
+/* "name=value,name=value" */
+static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out) {
+  char *copy = arena_strdup(&c->arena, list);
+  for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok || !eq[1]) {
+      diag_plain(&c->diag, "--option expects name=value, got '%s'", tok);
+      return -1;
+    }
+    if (out->n == 16) {
+      diag_plain(&c->diag, "too many --option values");
+      return -1;
+    }
+    *eq = 0;
+    out->names[out->n] = tok;
+    out->values[out->n++] = eq + 1;
+  }
+  return 0;
+}
+
 static char *read_source(Compilation *c, const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) {
@@ -231,7 +251,7 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
 /* The text a kernel's digest covers. */
 static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target) {
   buf_printf(o, "%s\ntarget %s\noptions %s\n", cake_version(), target, CAKE_CODEGEN_OPTIONS);
-  buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
+  buf_printf(o, "program %s variant %s chunk %d\n", p->name, p->variant, p->chunk);
   for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];
@@ -246,6 +266,18 @@ static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const c
 static cJSON *program_json(const CirProgram *p, const char *src_name) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "name", p->name);
+  cJSON_AddStringToObject(o, "variant", p->variant);
+  cJSON *opts = cJSON_AddArrayToObject(o, "options");
+  for (int i = 0; i < p->noptions; i++) {
+    const CirOption *op = &p->options[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", op->name);
+    cJSON_AddStringToObject(j, "value", op->value);
+    cJSON_AddStringToObject(j, "default", op->def);
+    cJSON *vals = cJSON_AddArrayToObject(j, "values");
+    for (int v = 0; v < op->nvalues; v++) cJSON_AddItemToArray(vals, cJSON_CreateString(op->values[v]));
+    cJSON_AddItemToArray(opts, j);
+  }
   cJSON_AddStringToObject(o, "source", base_name(src_name));
   char hex[65];
   sha256_hex(p->src->text, p->src->len, hex);
@@ -254,7 +286,8 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
   for (int i = 0; i < p->ndims; i++) {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "name", p->dims[i].name);
-    cJSON_AddStringToObject(d, "role", p->dims[i].role == DIM_TOKENS ? "tokens" : p->dims[i].role == DIM_DOCS ? "docs" : "size");
+    static const char *const roles[] = {"size", "tokens", "docs", "chunks"};
+    cJSON_AddStringToObject(d, "role", roles[p->dims[i].role]);
     cJSON_AddItemToArray(dims, d);
   }
   cJSON_AddNumberToObject(o, "chunk", p->chunk);
@@ -351,7 +384,8 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       nb++;
       if (kb->note) buf_printf(&c->notes, "cakec: note: %s: %s\n", symbol, kb->note);
       if (c->emit == EMIT_MLIR || c->emit == EMIT_LLVM || c->emit == EMIT_PTX) {
-        buf_printf(&c->text, "// ---- kernel %s (%s, stage %s of %s)\n", symbol, target, k->name, p->name);
+        buf_printf(&c->text, "// ---- kernel %s (%s, stage %s of %s%s%s)\n", symbol, target, k->name, p->name,
+                   p->noptions ? " " : "", p->variant);
         buf_puts(&c->text, c->emit == EMIT_MLIR ? kb->mlir : c->emit == EMIT_LLVM ? kb->llvm : kb->ptx);
         continue;
       }
@@ -387,7 +421,7 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       if (backend_fatbin(c->be, &c->diag, bins, nb, &fb, &fl)) rc = 1;
       else {
         char fname[600];
-        snprintf(fname, sizeof fname, "%s_%s.fatbin", p->name, k->name);
+        snprintf(fname, sizeof fname, "%s.fatbin", bins[0].symbol); /* unique per variant */
         if (write_out(c, fname, fb, fl)) rc = 2;
         if (sj) cJSON_AddStringToObject(sj, "fatbin", fname);
       }
@@ -450,7 +484,9 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
   c->files = cJSON_CreateArray();
   int rc = 0;
   cJSON *programs = cJSON_CreateArray();
-  CirProgram **progs = calloc((size_t)nsources + 1, sizeof(CirProgram *));
+  CirProgram **progs = NULL;
+  const char **prog_src = NULL;
+  int nprogs = 0, cap_progs = 0;
 
   if (parse_emit(opt->emit ? opt->emit : "package", &c->emit)) {
     diag_plain(&c->diag, "unknown --emit kind '%s' (ast, cir, mlir, llvm, ptx, cubin, fatbin, package)", opt->emit);
@@ -472,6 +508,12 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
     goto done;
   }
 
+  CirOptionSet want = {0};
+  int want_used[16] = {0};
+  if (opt->options && parse_option_list(c, opt->options, &want)) {
+    rc = 2;
+    goto done;
+  }
   for (int i = 0; i < nsources; i++) {
     Source *src = arena_alloc(&c->arena, sizeof(Source));
     src->name = arena_strdup(&c->arena, sources[i].name ? sources[i].name : "<string>");
@@ -493,14 +535,63 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
       ast_dump(&c->text, ast);
       continue;
     }
-    progs[i] = cake_sema(&c->arena, &c->diag, ast);
-    if (progs[i] && c->emit == EMIT_CIR) cir_dump(&c->text, progs[i]);
+    /* every combination of option values (those given with --option fixed) */
+    CirOption *decl;
+    int nopt = cake_program_options(&c->arena, &c->diag, ast, &decl);
+    if (nopt < 0) continue;
+    int idx[16] = {0}, fixed[16];
+    for (int o = 0; o < nopt; o++) {
+      fixed[o] = -1;
+      for (int w = 0; w < want.n; w++)
+        if (!strcmp(want.names[w], decl[o].name)) {
+          want_used[w] = 1;
+          for (int v = 0; v < decl[o].nvalues; v++)
+            if (!strcmp(decl[o].values[v], want.values[w])) fixed[o] = v;
+          if (fixed[o] < 0) {
+            diag_plain(&c->diag, "option '%s' of program '%s' has no value '%s'", decl[o].name, ast->name.name,
+                       want.values[w]);
+            fixed[o] = 0;
+          }
+        }
+      idx[o] = fixed[o] >= 0 ? fixed[o] : 0;
+    }
+    for (;;) {
+      CirOptionSet set = {0};
+      for (int o = 0; o < nopt; o++) {
+        set.names[set.n] = decl[o].name;
+        set.values[set.n++] = decl[o].values[idx[o]];
+      }
+      CirProgram *pr = cake_sema(&c->arena, &c->diag, ast, &set);
+      if (!pr) break; /* the other variants would mostly repeat the same errors */
+      {
+        if (nprogs == cap_progs) {
+          cap_progs = cap_progs ? 2 * cap_progs : 8;
+          progs = realloc(progs, sizeof(*progs) * (size_t)cap_progs);
+          prog_src = realloc(prog_src, sizeof(*prog_src) * (size_t)cap_progs);
+        }
+        progs[nprogs] = pr;
+        prog_src[nprogs++] = src->name;
+        if (c->emit == EMIT_CIR) {
+          if (pr->noptions) buf_printf(&c->text, "// variant %s\n", pr->variant);
+          cir_dump(&c->text, pr);
+        }
+      }
+      /* next combination: the last free option varies fastest */
+      int o = nopt - 1;
+      while (o >= 0) {
+        if (fixed[o] < 0 && ++idx[o] < decl[o].nvalues) break;
+        if (fixed[o] < 0) idx[o] = 0;
+        o--;
+      }
+      if (o < 0) break;
+    }
   }
-  for (int i = 0; i < nsources; i++)
+  for (int w = 0; w < want.n; w++)
+    if (!want_used[w] && !c->diag.errors) diag_plain(&c->diag, "no program has an option '%s'", want.names[w]);
+  for (int i = 0; i < nprogs; i++)
     for (int j = 0; j < i; j++)
-      if (progs[i] && progs[j] && !strcmp(progs[i]->name, progs[j]->name)) {
-        diag_plain(&c->diag, "two specs define program '%s' (%s and %s)", progs[i]->name, sources[j].name,
-                   sources[i].name);
+      if (!strcmp(progs[i]->name, progs[j]->name) && strcmp(prog_src[i], prog_src[j]) != 0) {
+        diag_plain(&c->diag, "two specs define program '%s' (%s and %s)", progs[i]->name, prog_src[j], prog_src[i]);
       }
   if (c->diag.errors) {
     rc = rc ? rc : 1;
@@ -517,8 +608,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
     rc = 2;
     goto done;
   }
-  for (int i = 0; i < nsources && rc == 0; i++)
-    rc = compile_program(c, progs[i], sources[i].name, programs);
+  for (int i = 0; i < nprogs && rc == 0; i++) rc = compile_program(c, progs[i], prog_src[i], programs);
   if (rc == 0 && c->emit == EMIT_PACKAGE) {
     rc = write_manifest(c, programs);
     programs = NULL;
@@ -529,6 +619,7 @@ done:
   cJSON_Delete(c->files);
   backend_destroy(c->be);
   free(progs);
+  free(prog_src);
   cake_result *r = calloc(1, sizeof *r);
   r->errors = c->diag.errors;
   if (rc == 0 && c->diag.errors) rc = 1;

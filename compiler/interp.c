@@ -112,6 +112,16 @@ long long cake_interp_numel(const CirProgram *p, const CirTensor *t, const long 
   return n;
 }
 
+long long cake_interp_chunk_count(const CirProgram *p, long long T, const long long *cu, long long ndocs) {
+  if (!p->chunk) return 0;
+  long long n = 0, nd = cu ? ndocs : 1;
+  for (long long d = 0; d < nd; d++) {
+    long long len = cu ? cu[d + 1] - cu[d] : T;
+    n += (len + p->chunk - 1) / p->chunk;
+  }
+  return n;
+}
+
 static long long extent(Interp *I, CirExtent e) { return e.sym >= 0 ? I->dims[e.sym] : e.value; }
 
 /* ---- memory windows ---- */
@@ -525,6 +535,7 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
       I.chunks[I.nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d};
   }
   I.doc_first[I.ndocs] = I.nchunks;
+  if (p->chunks_dim >= 0) I.dims[p->chunks_dim] = I.nchunks;
   for (int i = 0; i < p->ntensors; i++)
     if (!args->tensors[i] && !p->tensors[i]->optional) {
       snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);

@@ -24,6 +24,9 @@ typedef struct InterpArgs {
 /* 0 on success; on failure a message in err. */
 int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen);
 
+/* The number of chunks of T tokens split into documents (cu_seqlens may be NULL). */
+long long cake_interp_chunk_count(const CirProgram *p, long long T, const long long *cu_seqlens, long long ndocs);
+
 /* Number of elements of tensor t under the given dims. */
 long long cake_interp_numel(const CirProgram *p, const CirTensor *t, const long long *dims);
 

@@ -10,7 +10,7 @@
 #include "cir.h"
 #include "parser.h" /* token codes of the binary operators */
 
-typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY } SymKind;
+typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY, SYM_OPTION } SymKind;
 
 typedef struct Sym {
   const char *name;
@@ -18,7 +18,7 @@ typedef struct Sym {
   Loc loc;
   double value; /* SYM_CONST */
   int is_int;
-  void *ptr;    /* CirTensor*, CirParam*, CirKernel*, CirEntry* */
+  void *ptr;    /* CirTensor*, CirParam*, CirKernel*, CirEntry*, CirOption* */
   int index;    /* SYM_DIM */
 } Sym;
 
@@ -67,6 +67,7 @@ static const char *sym_kind_name(SymKind k) {
     case SYM_PARAM: return "parameter";
     case SYM_KERNEL: return "kernel";
     case SYM_ENTRY: return "entry";
+    case SYM_OPTION: return "option";
   }
   return "name";
 }
@@ -159,6 +160,15 @@ static int const_int(Sema *s, const Expr *e, long long *out, const char *what) {
 
 /* An extent in a shape or grid: a symbolic dim or a positive constant. */
 static int extent_of(Sema *s, const Expr *e, CirExtent *out) {
+  if (e->kind == E_NAME && !strcmp(e->name, "chunks")) {
+    if (s->p->chunks_dim < 0) {
+      ERR(e->loc, "`chunks` as an extent needs a `sequence` declared before it");
+      return 0;
+    }
+    out->sym = s->p->chunks_dim;
+    out->value = 0;
+    return 1;
+  }
   if (e->kind == E_NAME) {
     Sym *y = find_sym(s, e->name);
     if (y && y->kind == SYM_DIM) {
@@ -249,6 +259,79 @@ static DType arith_dtype(Sema *s, Loc loc, const char *what, CirInst *a, CirInst
   if ((is_float(x) && is_weak_int(b)) || (is_float(y) && is_weak_int(a))) return DT_F32;
   ERR(loc, "dtype mismatch in %s: %s and %s; convert one with `as`", what, dtype_name(x), dtype_name(y));
   return DT_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* compile-time conditions (static if)                                */
+
+static CirOption *option_named(Sema *s, const Expr *e) {
+  if (e->kind != E_NAME) return NULL;
+  Sym *y = find_sym(s, e->name);
+  return y && y->kind == SYM_OPTION ? y->ptr : NULL;
+}
+
+static int option_has(const CirOption *o, const char *v) {
+  for (int i = 0; i < o->nvalues; i++)
+    if (!strcmp(o->values[i], v)) return 1;
+  return 0;
+}
+
+static void option_values_str(const CirOption *o, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int i = 0; i < o->nvalues && at < n; i++) at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", o->values[i]);
+}
+
+/* 1 or 0, or -1 after an error. */
+static int cond_eval(Sema *s, const Expr *e) {
+  CirOption *o;
+  if ((o = option_named(s, e))) {
+    if (option_has(o, "true") && option_has(o, "false")) return !strcmp(o->value, "true");
+    ERR(e->loc, "option '%s' is not true/false; compare it with one of its values, e.g. %s == %s", o->name, o->name,
+        o->values[0]);
+    return -1;
+  }
+  if (e->kind == E_UNARY && e->op == '!') {
+    int x = cond_eval(s, e->a);
+    return x < 0 ? -1 : !x;
+  }
+  if (e->kind == E_BINARY && (e->op == ANDAND || e->op == OROR)) {
+    int x = cond_eval(s, e->a), y = cond_eval(s, e->b);
+    if (x < 0 || y < 0) return -1;
+    return e->op == ANDAND ? (x && y) : (x || y);
+  }
+  if (e->kind == E_BINARY && (e->op == EQ || e->op == NE)) {
+    CirOption *oa = option_named(s, e->a), *ob = option_named(s, e->b);
+    if (oa || ob) {
+      CirOption *opt = oa ? oa : ob;
+      const Expr *other = oa ? e->b : e->a;
+      if (other->kind != E_NAME || !option_has(opt, other->name)) {
+        char vals[256];
+        option_values_str(opt, vals, sizeof vals);
+        ERR(other->loc, "option '%s' is compared with something that is not one of its values (%s)", opt->name, vals);
+        return -1;
+      }
+      int eq = !strcmp(opt->value, other->name);
+      return e->op == EQ ? eq : !eq;
+    }
+  }
+  if (e->kind == E_BINARY && (e->op == EQ || e->op == NE || e->op == '<' || e->op == '>' || e->op == LE || e->op == GE)) {
+    double x, y;
+    int xi, yi;
+    if (!const_eval(s, e->a, &x, &xi) || !const_eval(s, e->b, &y, &yi)) return -1;
+    switch (e->op) {
+      case EQ: return x == y;
+      case NE: return x != y;
+      case '<': return x < y;
+      case '>': return x > y;
+      case LE: return x <= y;
+      default: return x >= y;
+    }
+  }
+  double x;
+  int xi;
+  if (!const_eval(s, e, &x, &xi)) return -1;
+  return x != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -470,6 +553,12 @@ static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, C
     return 0;
   }
   out->v = v;
+  if (is_chunk_index(v) && ext.sym >= 0 && ext.sym == s->p->chunks_dim) {
+    out->kind = IX_SCALAR; /* one entry per chunk */
+    out->size = 0;
+    *rows = 0;
+    return 1;
+  }
   if (is_chunk_index(v)) {
     if (ext.sym < 0 || ext.sym != s->p->tokens_dim) {
       ERR(ix->loc, "chunk index used on axis %d of '%s', whose extent %s is not the token axis %s",
@@ -952,6 +1041,12 @@ static void stmts(Sema *s, const PtrVec *body) {
       case S_ASSIGN: assign_stmt(s, st); break;
       case S_STORE: store_stmt(s, st); break;
       case S_FOR: for_stmt(s, st); break;
+      case S_IF: {
+        /* a static if: only the chosen branch is analysed; its names stay visible after it */
+        int c = cond_eval(s, st->value);
+        if (c >= 0) stmts(s, c ? &st->body : &st->else_body);
+        break;
+      }
     }
   }
 }
@@ -1066,36 +1161,68 @@ static void tensor_decl(Sema *s, const Decl *d) {
   }
 }
 
-static int count_decls(const Program *ast, DeclKind kind, int per_name) {
+static int count_decls_in(const PtrVec *decls, DeclKind kind, int per_name) {
   int n = 0;
-  for (int i = 0; i < ast->decls.len; i++) {
-    const Decl *d = ast->decls.items[i];
-    if (d->kind == kind) n += per_name ? d->names.len : 1;
+  for (int i = 0; i < decls->len; i++) {
+    const Decl *d = decls->items[i];
+    if (d->kind == D_IF) n += count_decls_in(&d->body, kind, per_name) + count_decls_in(&d->else_body, kind, per_name);
+    else if (d->kind == kind) n += per_name ? d->names.len : 1;
   }
   return n;
 }
 
-CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
-  Sema ss = {0}, *s = &ss;
-  s->a = arena;
-  s->d = diag;
-  int errors0 = diag->errors;
-  CirProgram *p = arena_alloc(arena, sizeof(CirProgram));
-  s->p = p;
-  p->name = ast->name.name;
-  p->src = ast->src;
-  p->tokens_dim = p->docs_dim = -1;
-  p->dims = arena_alloc(arena, sizeof(CirDim) * (size_t)(count_decls(ast, D_DIM, 1) + 1));
-  p->tensors = arena_alloc(arena, sizeof(CirTensor *) * (size_t)(count_decls(ast, D_TENSOR, 1) + 1));
-  p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));
-  p->kernels = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_KERNEL, 0) + 1));
-  p->entries = arena_alloc(arena, sizeof(CirEntry *) * (size_t)(count_decls(ast, D_ENTRY, 0) + 1));
+static int count_decls(const Program *ast, DeclKind kind, int per_name) {
+  return count_decls_in(&ast->decls, kind, per_name);
+}
 
-  /* Pass 1: program-level names, in order (a name is usable after its declaration). */
-  const Decl *seq = NULL;
+int cake_program_options(Arena *arena, Diag *diag, const Program *ast, CirOption **out) {
+  int n = count_decls(ast, D_OPTION, 0), k = 0, errors0 = diag->errors;
+  CirOption *opts = arena_alloc(arena, sizeof(CirOption) * (size_t)(n + 1));
   for (int i = 0; i < ast->decls.len; i++) {
     const Decl *d = ast->decls.items[i];
+    if (d->kind != D_OPTION) continue;
+    CirOption *o = &opts[k];
+    o->name = d->name.name;
+    o->loc = d->name.loc;
+    o->def = d->value->name;
+    o->nvalues = d->names.len;
+    o->values = arena_alloc(arena, sizeof(char *) * (size_t)o->nvalues);
+    int has_def = 0;
+    for (int j = 0; j < d->names.len; j++) {
+      const Ident *v = d->names.items[j];
+      for (int m = 0; m < j; m++)
+        if (!strcmp(o->values[m], v->name)) diag_error(diag, v->loc, "option '%s' lists '%s' twice", o->name, v->name);
+      o->values[j] = v->name;
+      has_def |= !strcmp(v->name, o->def);
+    }
+    if (!has_def)
+      diag_error(diag, d->value->loc, "the default '%s' of option '%s' is not one of its values", o->def, o->name);
+    for (int m = 0; m < k; m++)
+      if (!strcmp(opts[m].name, o->name)) diag_error(diag, o->loc, "option '%s' is declared twice", o->name);
+    k++;
+  }
+  if (k != n) {
+    /* an option inside `if` would make the set of variants depend on itself */
+    diag_error(diag, ast->name.loc, "options must be declared at the top level, outside any `if`");
+  }
+  *out = opts;
+  return diag->errors == errors0 ? k : -1;
+}
+
+/* Pass 1 over declarations: program-level names, in order (a name is
+ * usable after its declaration); `if` picks a branch by the options. The
+ * declarations that apply are collected for pass 2. */
+static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl **seq) {
+  CirProgram *p = s->p;
+  for (int i = 0; i < decls->len; i++) {
+    const Decl *d = decls->items[i];
     switch (d->kind) {
+      case D_IF: {
+        int c = cond_eval(s, d->value);
+        if (c >= 0) decls_pass1(s, c ? &d->body : &d->else_body, active, seq);
+        break;
+      }
+      case D_OPTION: break; /* bound before pass 1 */
       case D_DIM:
         for (int j = 0; j < d->names.len; j++) {
           const Ident *id = d->names.items[j];
@@ -1114,12 +1241,12 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
         break;
       }
       case D_SEQUENCE: {
-        if (seq) {
+        if (*seq) {
           ERR(d->loc, "a program has one sequence declaration");
-          diag_note(s->d, seq->loc, "the first one is here");
+          diag_note(s->d, (*seq)->loc, "the first one is here");
           break;
         }
-        seq = d;
+        *seq = d;
         Sym *t = find_sym(s, d->seq_tokens.name);
         if (!t || t->kind != SYM_DIM) {
           ERR(d->seq_tokens.loc, "'%s' must be a dim declared before the sequence", d->seq_tokens.name);
@@ -1147,6 +1274,9 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
         p->tokens_dim = t->index;
         p->dims[t->index].role = DIM_TOKENS;
         p->chunk = (int)c;
+        /* the number of chunks, an extent for per-chunk tensors (`chunks`) */
+        p->chunks_dim = p->ndims;
+        p->dims[p->ndims++] = (CirDim){"chunks", DIM_CHUNKS, d->loc};
         break;
       }
       case D_TENSOR: tensor_decl(s, d); break;
@@ -1155,7 +1285,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
           ERR(d->dtype_loc, "a parameter is f32 or i32, got %s", dtype_name(d->dtype));
           break;
         }
-        CirParam *pa = arena_alloc(arena, sizeof(CirParam));
+        CirParam *pa = arena_alloc(s->a, sizeof(CirParam));
         pa->name = d->name.name;
         pa->dtype = d->dtype;
         pa->loc = d->name.loc;
@@ -1172,7 +1302,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
         break;
       }
       case D_KERNEL: {
-        CirKernel *k = arena_alloc(arena, sizeof(CirKernel));
+        CirKernel *k = arena_alloc(s->a, sizeof(CirKernel));
         k->name = d->name.name;
         k->loc = d->name.loc;
         Sym *y = add_sym(s, k->name, SYM_KERNEL, d->name.loc);
@@ -1180,20 +1310,70 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast) {
         y->ptr = k;
         k->index = p->nkernels;
         p->kernels[p->nkernels++] = k;
+        ptrvec_push(s->a, active, (void *)d);
         break;
       }
-      case D_ENTRY: break;
+      case D_ENTRY: ptrvec_push(s->a, active, (void *)d); break;
     }
   }
+}
+
+CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOptionSet *opts) {
+  Sema ss = {0}, *s = &ss;
+  s->a = arena;
+  s->d = diag;
+  int errors0 = diag->errors;
+  CirProgram *p = arena_alloc(arena, sizeof(CirProgram));
+  s->p = p;
+  p->name = ast->name.name;
+  p->src = ast->src;
+  p->tokens_dim = p->docs_dim = p->chunks_dim = -1;
+  p->dims = arena_alloc(arena, sizeof(CirDim) * (size_t)(count_decls(ast, D_DIM, 1) + 2));
+  p->tensors = arena_alloc(arena, sizeof(CirTensor *) * (size_t)(count_decls(ast, D_TENSOR, 1) + 1));
+  p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));
+  p->kernels = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_KERNEL, 0) + 1));
+  p->entries = arena_alloc(arena, sizeof(CirEntry *) * (size_t)(count_decls(ast, D_ENTRY, 0) + 1));
+
+  /* Options first: their values decide which declarations apply. */
+  p->noptions = cake_program_options(arena, diag, ast, &p->options);
+  if (p->noptions < 0) return NULL;
+  Buf variant;
+  buf_init(&variant);
+  for (int i = 0; i < p->noptions; i++) {
+    CirOption *o = &p->options[i];
+    o->value = o->def;
+    for (int j = 0; opts && j < opts->n; j++)
+      if (!strcmp(opts->names[j], o->name)) o->value = opts->values[j];
+    if (!option_has(o, o->value)) {
+      char vals[256];
+      option_values_str(o, vals, sizeof vals);
+      ERR(o->loc, "option '%s' has no value '%s' (it takes %s)", o->name, o->value, vals);
+    }
+    Sym *y = add_sym(s, o->name, SYM_OPTION, o->loc);
+    if (y) y->ptr = o;
+    buf_printf(&variant, "%s%s=%s", i ? "," : "", o->name, o->value);
+  }
+  for (int j = 0; opts && j < opts->n; j++) {
+    int known = 0;
+    for (int i = 0; i < p->noptions; i++) known |= !strcmp(opts->names[j], p->options[i].name);
+    if (!known) diag_plain(diag, "program '%s' has no option '%s'", p->name, opts->names[j]);
+  }
+  p->variant = arena_strdup(arena, variant.data ? variant.data : "");
+  buf_free(&variant);
+  if (diag->errors != errors0) return NULL;
+
+  PtrVec active = {0};
+  const Decl *seq = NULL;
+  decls_pass1(s, &ast->decls, &active, &seq);
   if (diag->errors != errors0) return NULL;
 
   /* Pass 2: kernel bodies, then entries. */
-  for (int i = 0, ki = 0; i < ast->decls.len; i++) {
-    const Decl *d = ast->decls.items[i];
+  for (int i = 0, ki = 0; i < active.len; i++) {
+    const Decl *d = active.items[i];
     if (d->kind == D_KERNEL) kernel_decl(s, d, p->kernels[ki++]);
   }
-  for (int i = 0; i < ast->decls.len; i++) {
-    const Decl *d = ast->decls.items[i];
+  for (int i = 0; i < active.len; i++) {
+    const Decl *d = active.items[i];
     if (d->kind != D_ENTRY) continue;
     Sym *y = add_sym(s, d->name.name, SYM_ENTRY, d->name.loc);
     if (!y) continue;

@@ -56,6 +56,7 @@ typedef enum {
   S_ASSIGN, /* name = value */
   S_STORE,  /* store target = value; target is an E_INDEX on a name */
   S_FOR,    /* for var in [reverse] chunks(doc) carry names { body } */
+  S_IF,     /* if cond { body } else { else_body }: cond is compile-time */
 } StmtKind;
 
 typedef struct Stmt Stmt;
@@ -70,7 +71,8 @@ struct Stmt {
   Loc doc_loc;
   int reverse;
   PtrVec carries;    /* S_FOR: Ident* */
-  PtrVec body;       /* S_FOR: Stmt* */
+  PtrVec body;       /* S_FOR, S_IF: Stmt* */
+  PtrVec else_body;  /* S_IF */
 };
 
 typedef struct Ident {
@@ -99,6 +101,8 @@ typedef enum {
   D_PARAM,    /* param scale : f32 = expr */
   D_KERNEL,   /* kernel name over (axes) [threads n] { body } */
   D_ENTRY,    /* entry fwd = a, b, c */
+  D_OPTION,   /* option gate = safe in (safe, softplus, external) */
+  D_IF,       /* if cond { decls } else { decls }: cond is compile-time */
 } DeclKind;
 
 typedef enum { ROLE_IN, ROLE_OUT, ROLE_TEMP, ROLE_SAVE } Role;
@@ -122,7 +126,9 @@ typedef struct Decl {
   /* D_KERNEL */
   PtrVec axes;      /* Axis* */
   Expr *threads;
-  PtrVec body;      /* Stmt* */
+  PtrVec body;      /* Stmt* (D_KERNEL), Decl* (D_IF) */
+  PtrVec else_body; /* D_IF: Decl* */
+  /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
 } Decl;
 
 typedef struct Program {

@@ -153,6 +153,16 @@ static void dump_stmt(Buf *o, const Stmt *s, int indent) {
       buf_printf(o, "  @%d:%d\n", s->loc.line, s->loc.col);
       dump_stmts(o, &s->body, indent + 2);
       break;
+    case S_IF:
+      buf_puts(o, "If ");
+      dump_expr(o, s->value);
+      buf_printf(o, "  @%d:%d\n", s->loc.line, s->loc.col);
+      dump_stmts(o, &s->body, indent + 2);
+      if (s->else_body.len) {
+        buf_printf(o, "%*sElse\n", indent, "");
+        dump_stmts(o, &s->else_body, indent + 2);
+      }
+      break;
   }
 }
 
@@ -160,55 +170,83 @@ static void dump_stmts(Buf *o, const PtrVec *body, int indent) {
   for (int i = 0; i < body->len; i++) dump_stmt(o, body->items[i], indent);
 }
 
+static void dump_decls(Buf *o, const PtrVec *decls, int indent);
+
+static void dump_decl(Buf *o, const Decl *d, int indent) {
+  buf_printf(o, "%*s", indent, "");
+  switch (d->kind) {
+    case D_DIM:
+      buf_puts(o, "Dim");
+      for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
+      break;
+    case D_CONST:
+      buf_printf(o, "Const %s = ", d->name.name);
+      dump_expr(o, d->value);
+      break;
+    case D_SEQUENCE:
+      buf_printf(o, "Sequence tokens=%s docs=%s chunk=", d->seq_tokens.name, d->seq_docs.name ? d->seq_docs.name : "-");
+      dump_expr(o, d->seq_chunk);
+      break;
+    case D_TENSOR:
+      buf_printf(o, "Tensor %s", role_name(d->role));
+      for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
+      buf_printf(o, " : %s[", dtype_name(d->dtype));
+      dump_list(o, &d->shape);
+      buf_printf(o, "]%s", d->optional ? " optional" : "");
+      break;
+    case D_PARAM:
+      buf_printf(o, "Param %s : %s", d->name.name, dtype_name(d->dtype));
+      if (d->value) {
+        buf_puts(o, " = ");
+        dump_expr(o, d->value);
+      }
+      break;
+    case D_OPTION:
+      buf_printf(o, "Option %s = %s in (", d->name.name, d->value->name);
+      for (int j = 0; j < d->names.len; j++) buf_printf(o, "%s%s", j ? ", " : "", ((Ident *)d->names.items[j])->name);
+      buf_puts(o, ")");
+      break;
+    case D_IF:
+      buf_puts(o, "If ");
+      dump_expr(o, d->value);
+      buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
+      dump_decls(o, &d->body, indent + 2);
+      if (d->else_body.len) {
+        buf_printf(o, "%*sElse\n", indent, "");
+        dump_decls(o, &d->else_body, indent + 2);
+      }
+      return;
+    case D_KERNEL:
+      buf_printf(o, "Kernel %s over (", d->name.name);
+      for (int j = 0; j < d->axes.len; j++) {
+        const Axis *a = d->axes.items[j];
+        if (j) buf_puts(o, ", ");
+        buf_printf(o, "%s in ", a->var.name);
+        if (a->kind == AX_CHUNKS) buf_puts(o, "chunks");
+        else if (a->kind == AX_DOCS) buf_puts(o, "docs");
+        else dump_expr(o, a->extent);
+      }
+      buf_puts(o, ")");
+      if (d->threads) {
+        buf_puts(o, " threads ");
+        dump_expr(o, d->threads);
+      }
+      buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
+      dump_stmts(o, &d->body, indent + 2);
+      return;
+    case D_ENTRY:
+      buf_printf(o, "Entry %s =", d->name.name);
+      for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
+      break;
+  }
+  buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
+}
+
+static void dump_decls(Buf *o, const PtrVec *decls, int indent) {
+  for (int i = 0; i < decls->len; i++) dump_decl(o, decls->items[i], indent);
+}
+
 void ast_dump(Buf *o, const Program *p) {
   buf_printf(o, "Program %s\n", p->name.name);
-  for (int i = 0; i < p->decls.len; i++) {
-    const Decl *d = p->decls.items[i];
-    switch (d->kind) {
-      case D_DIM:
-        buf_puts(o, "  Dim");
-        for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
-        break;
-      case D_CONST:
-        buf_printf(o, "  Const %s = ", d->name.name);
-        dump_expr(o, d->value);
-        break;
-      case D_SEQUENCE:
-        buf_printf(o, "  Sequence tokens=%s docs=%s chunk=", d->seq_tokens.name,
-                   d->seq_docs.name ? d->seq_docs.name : "-");
-        dump_expr(o, d->seq_chunk);
-        break;
-      case D_TENSOR:
-        buf_printf(o, "  Tensor %s", role_name(d->role));
-        for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
-        buf_printf(o, " : %s[", dtype_name(d->dtype));
-        dump_list(o, &d->shape);
-        buf_printf(o, "]%s", d->optional ? " optional" : "");
-        break;
-      case D_PARAM:
-        buf_printf(o, "  Param %s : %s", d->name.name, dtype_name(d->dtype));
-        if (d->value) { buf_puts(o, " = "); dump_expr(o, d->value); }
-        break;
-      case D_KERNEL:
-        buf_printf(o, "  Kernel %s over (", d->name.name);
-        for (int j = 0; j < d->axes.len; j++) {
-          const Axis *a = d->axes.items[j];
-          if (j) buf_puts(o, ", ");
-          buf_printf(o, "%s in ", a->var.name);
-          if (a->kind == AX_CHUNKS) buf_puts(o, "chunks");
-          else if (a->kind == AX_DOCS) buf_puts(o, "docs");
-          else dump_expr(o, a->extent);
-        }
-        buf_puts(o, ")");
-        if (d->threads) { buf_puts(o, " threads "); dump_expr(o, d->threads); }
-        buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
-        dump_stmts(o, &d->body, 4);
-        continue;
-      case D_ENTRY:
-        buf_printf(o, "  Entry %s =", d->name.name);
-        for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
-        break;
-    }
-    buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
-  }
+  dump_decls(o, &p->decls, 2);
 }

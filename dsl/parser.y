@@ -71,15 +71,17 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token CHUNK "chunk" CHUNKS "chunks" IN "in" OUT "out" TEMP "temp" SAVE "save"
 %token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
 %token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
-%token REVERSE "reverse" CARRY "carry" AS "as" NONE "None"
+%token REVERSE "reverse" CARRY "carry" AS "as" NONE "None" OPTION "option" IF "if" ELSE "else"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token <text> IDENT "name" INT "integer" FLOAT "number"
 %token <dtype> DTYPE "dtype"
 
-%type <expr> expr postfix primary index_item opt_default opt_threads
+%type <expr> expr postfix primary index_item opt_default opt_threads shape_item
 %type <vec> decls ident_list expr_list index_list const_list axis_list stmts opt_carry args
+%type <vec> else_decls else_stmts shape_list
 %type <decl> decl const_item
-%type <stmt> stmt
+%type <stmt> stmt if_stmt
+%type <decl> if_decl
 %type <axis> axis
 %type <ival> role opt_optional opt_reverse
 
@@ -134,7 +136,7 @@ decl
       $$->seq_tokens = (Ident){$2, L(@2)};
       $$->seq_chunk = $5;
     }
-  | role ident_list ':' DTYPE '[' expr_list ']' opt_optional {
+  | role ident_list ':' DTYPE '[' shape_list ']' opt_optional {
       $$ = NEW(Decl); $$->kind = D_TENSOR; $$->loc = L(@1);
       $$->role = (Role)$1; $$->names = $2; $$->dtype = $4; $$->dtype_loc = L(@4);
       $$->shape = $6; $$->optional = $8;
@@ -151,6 +153,27 @@ decl
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->names = $4;
     }
+  | OPTION IDENT '=' IDENT IN '(' ident_list ')' {
+      $$ = NEW(Decl); $$->kind = D_OPTION; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)};
+      $$->value = mk_expr(pc, E_NAME, L(@4)); $$->value->name = $4;
+      $$->names = $7;
+    }
+  | if_decl { $$ = $1; }
+  ;
+
+/* if_decl := "if" expr "{" decl* "}" ["else" (if_decl | "{" decl* "}")] */
+if_decl
+  : IF expr '{' decls '}' else_decls {
+      $$ = NEW(Decl); $$->kind = D_IF; $$->loc = L(@1);
+      $$->value = $2; $$->body = $4; $$->else_body = $6;
+    }
+  ;
+
+else_decls
+  : %empty                 { memset(&$$, 0, sizeof $$); }
+  | ELSE '{' decls '}'     { $$ = $3; }
+  | ELSE if_decl           { $$ = one(pc, $2); }
   ;
 
 role
@@ -230,6 +253,21 @@ stmt
       $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
       $$->doc = $7; $$->doc_loc = L(@7); $$->carries = $9; $$->body = $11;
     }
+  | if_stmt { $$ = $1; }
+  ;
+
+/* if_stmt := "if" expr "{" stmt* "}" ["else" (if_stmt | "{" stmt* "}")] */
+if_stmt
+  : IF expr '{' stmts '}' else_stmts {
+      $$ = NEW(Stmt); $$->kind = S_IF; $$->loc = L(@1);
+      $$->value = $2; $$->body = $4; $$->else_body = $6;
+    }
+  ;
+
+else_stmts
+  : %empty                 { memset(&$$, 0, sizeof $$); }
+  | ELSE '{' stmts '}'     { $$ = $3; }
+  | ELSE if_stmt           { $$ = one(pc, $2); }
   ;
 
 opt_reverse
@@ -303,6 +341,17 @@ args
 expr_list
   : expr                { $$ = one(pc, $1); }
   | expr_list ',' expr  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+/* extents: expressions, or `chunks` (one entry per chunk of the sequence) */
+shape_list
+  : shape_item                 { $$ = one(pc, $1); }
+  | shape_list ',' shape_item  { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
+  ;
+
+shape_item
+  : expr    { $$ = $1; }
+  | CHUNKS  { $$ = mk_expr(pc, E_NAME, L(@1)); $$->name = "chunks"; }
   ;
 
 index_list

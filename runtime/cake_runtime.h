@@ -81,7 +81,13 @@ typedef struct cake_plan cake_plan;
  * against its sha256. The binaries are kept in host memory. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
+/* The program `name`; an error when the package holds several variants of it. */
 cake_status cake_package_program(const cake_package *pkg, const char *name, const cake_program **out);
+/* The variant of `name` whose options are those in `options` ("gate=safe,qk_norm=true");
+ * options not named take their default. */
+cake_status cake_package_variant(const cake_package *pkg, const char *name, const char *options,
+                                 const cake_program **out);
+const char *cake_program_variant(const cake_program *prog);
 int cake_package_program_count(const cake_package *pkg);
 const char *cake_package_program_name(const cake_package *pkg, int i);
 

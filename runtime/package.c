@@ -238,8 +238,6 @@ static cake_status load_stage(Ld *L, cake_program *p, const JNode *sj, RtStage *
       ra->what = A_CHUNK_TABLE;
     } else if (!strcmp(kind, "workspace") && !strcmp(an, "doc_table")) {
       ra->what = A_DOC_TABLE;
-    } else if (!strcmp(kind, "parameter") && !strcmp(an, "nchunks")) {
-      ra->what = A_NCHUNKS;
     } else if (!strcmp(kind, "parameter") && dim_index(p, an) >= 0) {
       ra->what = A_DIM;
       ra->index = dim_index(p, an);
@@ -292,7 +290,20 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   p->pkg = L->pkg;
   p->name = rt_strdup(al, name);
   p->chunk = (int)chunk;
-  p->tokens_dim = p->docs_dim = -1;
+  p->tokens_dim = p->docs_dim = p->chunks_dim = -1;
+  const char *variant = str_of(pj, "variant");
+  const JNode *options = arr_of(pj, "options");
+  p->variant = rt_strdup(al, variant ? variant : "");
+  p->noptions = options ? options->n : 0;
+  p->options = rt_alloc(al, sizeof(RtOption) * (size_t)(p->noptions + 1));
+  for (int i = 0; i < p->noptions; i++) {
+    const char *on = str_of(options->items[i], "name"), *ov = str_of(options->items[i], "value"),
+               *od = str_of(options->items[i], "default");
+    if (!on || !ov || !od) return bad(L, "an option record is incomplete");
+    p->options[i].name = rt_strdup(al, on);
+    p->options[i].value = rt_strdup(al, ov);
+    p->options[i].def = rt_strdup(al, od);
+  }
   p->ndims = dims->n;
   p->dims = rt_alloc(al, sizeof(char *) * (size_t)(dims->n + 1));
   for (int i = 0; i < dims->n; i++) {
@@ -301,6 +312,7 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
     p->dims[i] = rt_strdup(al, dn);
     if (!strcmp(role, "tokens")) p->tokens_dim = i;
     if (!strcmp(role, "docs")) p->docs_dim = i;
+    if (!strcmp(role, "chunks")) p->chunks_dim = i;
   }
   p->ntensors = tensors->n;
   p->tensors = rt_alloc(al, sizeof(RtTensor) * (size_t)(tensors->n + 1));
@@ -446,6 +458,13 @@ void cake_package_free(cake_package *pkg) {
       rt_free(al, p->entries[j].stages);
     }
     rt_free(al, p->entries);
+    for (int j = 0; j < p->noptions; j++) {
+      rt_free(al, p->options[j].name);
+      rt_free(al, p->options[j].value);
+      rt_free(al, p->options[j].def);
+    }
+    rt_free(al, p->options);
+    rt_free(al, p->variant);
     rt_free(al, p->name);
   }
   rt_free(al, pkg->programs);
@@ -461,13 +480,66 @@ void cake_package_free(cake_package *pkg) {
 
 cake_status cake_package_program(const cake_package *pkg, const char *name, const cake_program **out) {
   if (!pkg || !name || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_program: pkg, name and out are required");
+  int found = -1, n = 0;
   for (int i = 0; i < pkg->nprograms; i++)
-    if (!strcmp(pkg->programs[i].name, name)) {
-      *out = &pkg->programs[i];
+    if (!strcmp(pkg->programs[i].name, name)) found = found < 0 ? i : found, n++;
+  if (n == 0) return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no program '%s'", name);
+  if (n > 1)
+    return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has %d variants in the package; choose one with cake_package_variant",
+                   name, n);
+  *out = &pkg->programs[found];
+  return CAKE_OK;
+}
+
+/* The value `opts` ("a=x,b=y") gives option `name`, or NULL. */
+static const char *option_in(const char *opts, const char *name, char *buf, size_t n) {
+  size_t len = strlen(name);
+  for (const char *p = opts; p && *p;) {
+    const char *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if ((size_t)(end - p) > len && !strncmp(p, name, len) && p[len] == '=') {
+      snprintf(buf, n, "%.*s", (int)(end - p - (ptrdiff_t)len - 1), p + len + 1);
+      return buf;
+    }
+    p = *end ? end + 1 : end;
+  }
+  return NULL;
+}
+
+cake_status cake_package_variant(const cake_package *pkg, const char *name, const char *options,
+                                 const cake_program **out) {
+  if (!pkg || !name || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_variant: pkg, name and out are required");
+  int any = 0;
+  for (int i = 0; i < pkg->nprograms; i++) {
+    const cake_program *p = &pkg->programs[i];
+    if (strcmp(p->name, name) != 0) continue;
+    any = 1;
+    int match = 1;
+    for (int o = 0; o < p->noptions && match; o++) {
+      char buf[128];
+      const char *want = option_in(options, p->options[o].name, buf, sizeof buf);
+      match = !strcmp(p->options[o].value, want ? want : p->options[o].def);
+    }
+    if (match) {
+      /* every option named in `options` must be one of the program's */
+      for (const char *q = options; q && *q;) {
+        const char *eq = strchr(q, '='), *end = strchr(q, ',');
+        if (!end) end = q + strlen(q);
+        int known = 0;
+        for (int o = 0; eq && eq < end && o < p->noptions; o++)
+          known |= strlen(p->options[o].name) == (size_t)(eq - q) && !strncmp(q, p->options[o].name, (size_t)(eq - q));
+        if (!known) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no option '%.*s'", name, (int)(end - q), q);
+        q = *end ? end + 1 : end;
+      }
+      *out = p;
       return CAKE_OK;
     }
-  return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no program '%s'", name);
+  }
+  if (!any) return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no program '%s'", name);
+  return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no variant of '%s' with options '%s'", name, options ? options : "");
 }
+
+const char *cake_program_variant(const cake_program *p) { return p ? p->variant : NULL; }
 
 int cake_package_program_count(const cake_package *pkg) { return pkg ? pkg->nprograms : 0; }
 const char *cake_package_program_name(const cake_package *pkg, int i) {

@@ -54,6 +54,8 @@ cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
     if (!strcmp(p->prog->dims[i], name)) {
       if (i == p->prog->docs_dim)
         return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the documents; it is set by cake_plan_set_docs", name);
+      if (i == p->prog->chunks_dim)
+        return rt_fail(CAKE_ERR_ARGUMENT, "'chunks' counts the chunks; the plan computes it");
       if (value < 0 || value > INT32_MAX)
         return rt_fail(CAKE_ERR_ARGUMENT, "dim %s = %lld is out of range [0, 2^31)", name, (long long)value);
       p->dims[i] = value;
@@ -114,7 +116,7 @@ cake_status cake_plan_finalize(cake_plan *p) {
   const cake_program *prog = p->prog;
   const cake_allocator *al = &prog->pkg->al;
   for (int i = 0; i < prog->ndims; i++) {
-    if (i == prog->docs_dim) continue;
+    if (i == prog->docs_dim || i == prog->chunks_dim) continue;
     if (!p->dim_set[i]) return rt_fail(CAKE_ERR_PLAN, "dim '%s' of program '%s' is not set", prog->dims[i], prog->name);
   }
   for (int i = 0; i < prog->nparams; i++)
@@ -159,6 +161,10 @@ cake_status cake_plan_finalize(cake_plan *p) {
     p->doc_table[nd] = (int32_t)c;
     p->nchunks = n;
     p->ndocs = nd;
+    if (prog->chunks_dim >= 0) {
+      p->dims[prog->chunks_dim] = n;
+      p->dim_set[prog->chunks_dim] = 1;
+    }
   }
   /* layout: tables, then temp tensors in the workspace; save tensors in the saved area */
   rt_free(al, p->items);

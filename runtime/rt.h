@@ -66,7 +66,7 @@ typedef struct RtParam {
   double def;
 } RtParam;
 
-typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_NCHUNKS, A_PARAM } RtArgWhat;
+typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_PARAM } RtArgWhat;
 typedef struct RtArg {
   RtArgWhat what;
   int index; /* tensor, dim or param index */
@@ -113,11 +113,18 @@ typedef struct RtEntry {
   int n;
 } RtEntry;
 
+typedef struct RtOption {
+  char *name, *value, *def;
+} RtOption;
+
 struct cake_program {
   cake_package *pkg;
   char *name;
+  char *variant; /* "gate=safe,qk_norm=true", "" without options */
+  RtOption *options;
+  int noptions;
   char **dims;
-  int ndims, tokens_dim, docs_dim;
+  int ndims, tokens_dim, docs_dim, chunks_dim;
   int chunk;
   RtTensor *tensors;
   int ntensors;

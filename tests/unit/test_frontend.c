@@ -26,7 +26,7 @@ static Fx *front(const char *text) {
   diag_init(&fx.diag, 20);
   fx.src = (Source){"t.cake", text, strlen(text)};
   fx.ast = cake_parse(&fx.arena, &fx.diag, &fx.src);
-  if (fx.ast) fx.cir = cake_sema(&fx.arena, &fx.diag, fx.ast);
+  if (fx.ast) fx.cir = cake_sema(&fx.arena, &fx.diag, fx.ast, NULL);
   return &fx;
 }
 

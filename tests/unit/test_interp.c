@@ -26,7 +26,7 @@ static CirProgram *compile(const char *text) {
   Source *src = arena_alloc(&g_arena, sizeof(Source));
   *src = (Source){"t.cake", arena_strdup(&g_arena, text), strlen(text)};
   Program *ast = cake_parse(&g_arena, &g_diag, src);
-  CirProgram *p = ast ? cake_sema(&g_arena, &g_diag, ast) : NULL;
+  CirProgram *p = ast ? cake_sema(&g_arena, &g_diag, ast, NULL) : NULL;
   if (!p) fprintf(stderr, "%s", g_diag.out.data);
   assert_non_null(p);
   return p;

@@ -156,12 +156,19 @@ static void validation_messages(void **st) {
 }
 
 static void integrity_failures(void **st) {
-  char copy[1100], cmd[2400], file[1300];
+  char copy[1100], cmd[2400], file[2000];
   snprintf(copy, sizeof copy, "%s-copy", g_pkg);
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, g_pkg, copy);
   assert_int_equal(system(cmd), 0);
   /* flip one byte of the fatbin */
-  snprintf(file, sizeof file, "%s/first_main.fatbin", copy);
+  char fatbin[600];
+  snprintf(cmd, sizeof cmd, "cd '%s' && ls *.fatbin", copy);
+  FILE *ls = popen(cmd, "r");
+  assert_non_null(ls);
+  assert_non_null(fgets(fatbin, sizeof fatbin, ls));
+  pclose(ls);
+  fatbin[strcspn(fatbin, "\n")] = 0;
+  snprintf(file, sizeof file, "%s/%s", copy, fatbin);
   FILE *f = fopen(file, "r+b");
   assert_non_null(f);
   fseek(f, 100, SEEK_SET);
@@ -171,11 +178,14 @@ static void integrity_failures(void **st) {
   fclose(f);
   cake_package *pkg = NULL;
   assert_int_equal(cake_package_load(copy, NULL, &pkg), CAKE_ERR_PACKAGE);
-  assert_non_null(strstr(cake_last_error(), "package file 'first_main.fatbin' fails its sha256 check"));
+  char want[800];
+  snprintf(want, sizeof want, "package file '%s' fails its sha256 check", fatbin);
+  assert_non_null(strstr(cake_last_error(), want));
   assert_null(pkg);
   unlink(file);
   assert_int_equal(cake_package_load(copy, NULL, &pkg), CAKE_ERR_PACKAGE);
-  assert_non_null(strstr(cake_last_error(), "'first_main.fatbin' listed in the manifest is missing"));
+  snprintf(want, sizeof want, "'%s' listed in the manifest is missing", fatbin);
+  assert_non_null(strstr(cake_last_error(), want));
   snprintf(file, sizeof file, "%s/manifest.json", copy);
   f = fopen(file, "wb");
   fputs("{\"schema\": \"other\", \"schema_version\": 1}", f);

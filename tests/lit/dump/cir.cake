@@ -3,6 +3,7 @@
 // CHECK: program first
 // CHECK-NEXT: dim T (tokens)
 // CHECK-NEXT: dim H
+// CHECK-NEXT: dim chunks (chunks)
 // CHECK-NEXT: chunk 64
 // CHECK-NEXT: tensor in x : bf16[T, H, 64]
 // CHECK-NEXT: tensor in y : bf16[T, H, 64]
