@@ -587,7 +587,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
     }
   }
   for (int w = 0; w < want.n; w++)
-    if (!want_used[w] && !c->diag.errors) diag_plain(&c->diag, "no program has an option '%s'", want.names[w]);
+    if (!want_used[w]) diag_plain(&c->diag, "no program has an option '%s'", want.names[w]);
   for (int i = 0; i < nprogs; i++)
     for (int j = 0; j < i; j++)
       if (!strcmp(progs[i]->name, progs[j]->name) && strcmp(prog_src[i], prog_src[j]) != 0) {
