@@ -15,4 +15,4 @@ kernel k over (c in chunks) {
     r = 2.0
   }
 }
-// CHECK: options_invalid.cake:10:15: error: the default 'yes' of option 'fast' is not one of its values
+// CHECK: options_invalid.cake:8:15: error: the default 'yes' of option 'fast' is not one of its values
