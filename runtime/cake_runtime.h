@@ -124,6 +124,42 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
                         size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
 
+/* ---- KDA convenience entry (the program kda_fwd of specs/kda) ----------
+ * The same as the generic path with the variant chosen from the options and
+ * the tensors bound by their names. K = V = 128; chunk 64.
+ *   cake_kda_options opt = {"safe", 1, 1, 0, 0};
+ *   cake_plan *plan;  cake_kda_plan(pkg, &opt, T, H, cu_host, ndocs, &plan);
+ *   size_t ws;  cake_plan_workspace_bytes(plan, &ws);
+ *   cake_kda_tensors t = {.q = ..., .k = ..., ...};   (absent h0/ht: data 0)
+ *   cake_kda_forward(plan, &t, workspace, ws, stream);
+ */
+typedef struct cake_kda_options {
+  const char *gate;   /* "safe" (bounded), "softplus" (Kimi Linear) or "external" (g is the log-decay) */
+  int qk_norm;        /* L2-normalise q and k in the kernel */
+  int beta_logits;    /* beta holds logits: sigmoid in the kernel */
+  double scale;       /* 0: 1/sqrt(K) */
+  double lower_bound; /* the safe gate's bound; 0: -5 */
+} cake_kda_options;
+
+typedef struct cake_kda_tensors {
+  cake_tensor q, k;       /* bf16 [T, H, 128] */
+  cake_tensor v;          /* bf16 [T, H, 128] */
+  cake_tensor g;          /* bf16 [T, H, 128] raw gate, or f32 log-decay (gate "external") */
+  cake_tensor beta;       /* bf16 [T, H] */
+  cake_tensor A_log;      /* f32 [H] (not with gate "external") */
+  cake_tensor dt_bias;    /* f32 [H, 128] (not with gate "external") */
+  cake_tensor h0;         /* f32 [N, H, 128, 128], optional */
+  cake_tensor o;          /* bf16 [T, H, 128] */
+  cake_tensor ht;         /* f32 [N, H, 128, 128], optional */
+} cake_kda_tensors;
+
+/* A finalized plan of the kda_fwd variant the options name; cu_seqlens may
+ * be NULL (one document of T tokens). */
+cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, int64_t T, int64_t H,
+                          const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
+cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
+                             void *stream);
+
 /* The target the current device runs ("sm_90a", ...), for messages and tests. */
 cake_status cake_device_target(char *buf, size_t n);
 

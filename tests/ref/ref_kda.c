@@ -27,12 +27,19 @@ static void normalize(const double *x, int n, int on, double *out) {
 void ref_kda_fwd(const KdaOptions *opt, int64_t T, int64_t H, int K, int V, const int32_t *cu, int64_t ndocs,
                  const double *q, const double *k, const double *v, const double *g, const double *beta,
                  const double *A_log, const double *dt_bias, const double *h0, double *o, double *ht) {
+  ref_kda_fwd_heads(opt, T, H, K, V, cu, ndocs, q, k, v, g, beta, A_log, dt_bias, h0, o, ht, 0, H);
+}
+
+void ref_kda_fwd_heads(const KdaOptions *opt, int64_t T, int64_t H, int K, int V, const int32_t *cu, int64_t ndocs,
+                       const double *q, const double *k, const double *v, const double *g, const double *beta,
+                       const double *A_log, const double *dt_bias, const double *h0, double *o, double *ht,
+                       int64_t h_begin, int64_t h_end) {
   double *S = malloc(sizeof(double) * (size_t)K * V), *qn = malloc(sizeof(double) * K),
          *kn = malloc(sizeof(double) * K), *gt = malloc(sizeof(double) * K), *u = malloc(sizeof(double) * V);
   int64_t nd = cu ? ndocs : 1;
   for (int64_t d = 0; d < nd; d++) {
     int64_t lo = cu ? cu[d] : 0, hi = cu ? cu[d + 1] : T;
-    for (int64_t h = 0; h < H; h++) {
+    for (int64_t h = h_begin; h < h_end; h++) {
       if (h0) memcpy(S, h0 + ((size_t)d * H + h) * K * V, sizeof(double) * (size_t)K * V);
       else memset(S, 0, sizeof(double) * (size_t)K * V);
       for (int64_t t = lo; t < hi; t++) {

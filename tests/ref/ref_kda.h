@@ -26,4 +26,10 @@ void ref_kda_fwd(const KdaOptions *opt, int64_t T, int64_t H, int K, int V, cons
                  const double *q, const double *k, const double *v, const double *g, const double *beta,
                  const double *A_log, const double *dt_bias, const double *h0, double *o, double *ht);
 
+/* The same for heads [h_begin, h_end) only (the others are not touched). */
+void ref_kda_fwd_heads(const KdaOptions *opt, int64_t T, int64_t H, int K, int V, const int32_t *cu, int64_t ndocs,
+                       const double *q, const double *k, const double *v, const double *g, const double *beta,
+                       const double *A_log, const double *dt_bias, const double *h0, double *o, double *ht,
+                       int64_t h_begin, int64_t h_end);
+
 #endif

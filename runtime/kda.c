@@ -1,0 +1,52 @@
+/* kda.c - the KDA convenience entry over the generic path. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, int64_t T, int64_t H,
+                          const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out) {
+  if (!pkg || !opt || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_plan: pkg, opt and out are required");
+  const char *gate = opt->gate ? opt->gate : "safe";
+  if (strcmp(gate, "safe") && strcmp(gate, "softplus") && strcmp(gate, "external"))
+    return rt_fail(CAKE_ERR_ARGUMENT, "unknown KDA gate '%s' (safe, softplus or external)", gate);
+  char variant[128];
+  snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s", gate, opt->qk_norm ? "true" : "false",
+           opt->beta_logits ? "true" : "false");
+  const cake_program *prog;
+  cake_status s = cake_package_variant(pkg, "kda_fwd", variant, &prog);
+  if (s) return s;
+  cake_plan *plan;
+  if ((s = cake_plan_create(prog, &plan))) return s;
+  if (!(s = cake_plan_set_dim(plan, "T", T)) && !(s = cake_plan_set_dim(plan, "H", H)) &&
+      (!cu_seqlens || !(s = cake_plan_set_docs(plan, cu_seqlens, ndocs))) &&
+      (!opt->scale || !(s = cake_plan_set_param(plan, "scale", opt->scale))) &&
+      (!opt->lower_bound || !(s = cake_plan_set_param(plan, "lower_bound", opt->lower_bound))))
+    s = cake_plan_finalize(plan);
+  if (s) {
+    cake_plan_free(plan);
+    return s;
+  }
+  *out = plan;
+  return CAKE_OK;
+}
+
+cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
+                             void *stream) {
+  if (!plan || !t) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_forward: plan and tensors are required");
+  cake_binding b[10];
+  int n = 0;
+  b[n++] = (cake_binding){"q", t->q};
+  b[n++] = (cake_binding){"k", t->k};
+  b[n++] = (cake_binding){"v", t->v};
+  b[n++] = (cake_binding){"g", t->g};
+  b[n++] = (cake_binding){"beta", t->beta};
+  if (rt_tensor_index(plan->prog, "A_log") >= 0) {
+    b[n++] = (cake_binding){"A_log", t->A_log};
+    b[n++] = (cake_binding){"dt_bias", t->dt_bias};
+  }
+  b[n++] = (cake_binding){"h0", t->h0};
+  b[n++] = (cake_binding){"o", t->o};
+  b[n++] = (cake_binding){"ht", t->ht};
+  return cake_launch(plan, "fwd", b, n, workspace, workspace_bytes, 0, 0, stream);
+}
