@@ -23,6 +23,7 @@
 enum { MAX_W = 8, SMEM_LIMIT = 232448 };
 
 typedef enum { H_NONE, H_SCALAR, H_FUSED, H_SMEM } HomeKind;
+enum { ASYNC_NONE, ASYNC_HOIST, ASYNC_PREFETCH };
 
 typedef struct Home {
   HomeKind kind;
@@ -37,10 +38,12 @@ typedef struct Home {
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* scan nesting of the definition */
+  int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
+                       ASYNC_PREFETCH (a scan's next chunk, during the current one) */
   /* staging buffers for matmul / solve / decay operands (planned per use) */
-  int stage_off[3];
-  int stage_stride[3];
-  DType stage_dt[3];
+  int stage_off[5];
+  int stage_stride[5];
+  DType stage_dt[5];
 } Home;
 
 typedef struct ChunkInfo {
@@ -89,9 +92,17 @@ MlirValue smem_ptr(LK *L, MlirValue byte_off);
 MlirValue home_base(LK *L, const CirInst *v); /* i32 byte offset of v's current buffer */
 void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, int own);
 void emit_store(LK *L, const CirInst *st);
+/* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
+MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
 int rows_of(CirType t);
 int cols_of(CirType t);
+
+/* lower_async.c: tile loads with cp.async */
+int async_candidate(LK *L, const CirInst *in);
+void async_copy(LK *L, const CirInst *in, MlirValue dst_base);
+void async_commit(LK *L);
+void async_wait(LK *L, int pending);
 
 /* lower_dot.c */
 void lower_matmul(LK *L, const CirInst *in);
@@ -102,7 +113,9 @@ int operand_needs_stage(LK *L, const CirInst *src);
 void lower_reduce(LK *L, const CirInst *in);
 void lower_scan(LK *L, const CirInst *in);
 void lower_solve(LK *L, const CirInst *in);
+/* lower_decay.c */
 void lower_decay(LK *L, const CirInst *in);
+int decay_bprime_rows(int C);
 /* Operands of solve / decay that must be copied to f32 shared memory first. */
 int needs_f32_stage(LK *L, const CirInst *src);
 

@@ -187,6 +187,15 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
   return wa;
 }
 
+MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid) {
+  Mlb *b = &L->b;
+  const CirTensor *t = in->tensor;
+  WinAddr wa = window_addr(L, in, r, c, W);
+  *valid = wa.valid;
+  MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
+  return mlb_gep(b, base, mlb_mul(b, wa.off, mlb_i64(b, dtype_bytes(t->dtype))));
+}
+
 static MlirValue tensor_present(LK *L, MlirValue base) {
   Mlb *b = &L->b;
   MlirValue null = mlb_op1(b, "llvm.mlir.zero", b->ptr_g, 0, NULL, 0, NULL);

@@ -68,6 +68,39 @@ static void set_smem(Home *h, DType dt, int rows, int cols) {
   h->nbufs = 1;
 }
 
+/* Operations worth recomputing rather than storing: a few ALU instructions. */
+static int cheap_op(CirOp op) {
+  switch (cake_ops[op].kind) {
+    case OK_BINARY: return op != OP_DIV && op != OP_MOD;
+    case OK_COMPARE: case OK_LOGIC1: case OK_LOGIC2: case OK_SELECT: case OK_CAST: case OK_LAYOUT: case OK_MASK:
+      return 1;
+    case OK_UNARY: return op == OP_NEG || op == OP_ABS;
+    default: return 0;
+  }
+}
+
+/* Can v be recomputed at every use at the price of a few ALU instructions:
+ * a cheap op over values already in shared memory or registers? */
+static int cheap_tree(LK *L, const CirInst *v, int depth) {
+  if (!cheap_op(v->op) || depth > 4) return 0;
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *o = v->args[j];
+    const Home *oh = home_of(L, o);
+    if (o->ty.rank == 0 || oh->kind == H_SMEM || oh->kind == H_SCALAR) continue;
+    if (oh->kind == H_FUSED && cheap_tree(L, o, depth + 1)) continue;
+    return 0;
+  }
+  return 1;
+}
+
+/* Does recomputing v cost a special-function instruction or a global load? */
+static int expensive_tree(LK *L, const CirInst *v) {
+  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV) return 1;
+  for (int j = 0; j < v->nargs; j++)
+    if (home_of(L, v->args[j])->kind == H_FUSED && expensive_tree(L, v->args[j])) return 1;
+  return 0;
+}
+
 static void choose_homes(LK *L, const CirBlock *b) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
@@ -90,8 +123,13 @@ static void choose_homes(LK *L, const CirBlock *b) {
       h->kind = H_SCALAR;
       continue;
     }
-    /* An elementwise value, a load, a layout change or a mask. */
-    h->kind = in->nuses > 1 ? H_SMEM : H_FUSED;
+    /* An elementwise value, a load, a layout change or a mask. Stored when
+     * it has several uses, unless recomputing it is cheap; a vector (rank 1)
+     * is stored when it is costly, since a tile that broadcasts it would
+     * recompute it for every element. */
+    h->kind = H_FUSED;
+    if (in->nuses > 1 && !cheap_tree(L, in, 0)) h->kind = H_SMEM;
+    if (in->ty.rank == 1 && expensive_tree(L, in)) h->kind = H_SMEM;
     if (h->kind == H_SMEM) set_smem(h, in->ty.dt, R, C);
   }
 }
@@ -127,17 +165,19 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
     }
     if (in->op == OP_FOR) {
       /* the carry buffers live from the initial copy to the scan's end and
-       * on through the last use of the scan's results */
+       * on through the last use of the scan's results; prefetched loads
+       * live through the whole scan */
       int end = block_end(L, in->body);
       for (int j = 0; j < in->body->len; j++) {
         const CirInst *c = in->body->insts[j];
-        if (c->op == OP_CARRY) {
-          Home *ch = home_of(L, c);
+        Home *ch = home_of(L, c);
+        if (c->op == OP_CARRY || ch->async_mode == ASYNC_PREFETCH) {
           ch->start = p;
           if (end > ch->end) ch->end = end;
         }
       }
     }
+    if (home_of(L, in)->async_mode == ASYNC_HOIST) home_of(L, in)->start = 0;
   }
 }
 
@@ -176,9 +216,26 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
   } else if (kind == OK_SOLVE || kind == OK_DECAY) {
     for (int j = 0; j < in->nargs; j++) {
       if (!needs_f32_stage(L, in->args[j])) continue;
-      h->stage_dt[j] = DT_F32;
-      h->stage_stride[j] = storage_stride(DT_F32, cols_of(in->args[j]->ty));
-      add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * 4, &h->stage_off[j]);
+      if (j == 1 && kind == OK_DECAY && in->args[1] == in->args[0]) continue; /* decay_dot(k, k, g): one copy */
+      /* decay_dot's products take bf16 operands anyway; its log-decay stays f32 */
+      h->stage_dt[j] = kind == OK_DECAY && j < 2 ? DT_BF16 : DT_F32;
+      h->stage_stride[j] = storage_stride(h->stage_dt[j], cols_of(in->args[j]->ty));
+      add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * dtype_bytes(h->stage_dt[j]),
+              &h->stage_off[j]);
+    }
+    if (kind == OK_SOLVE) { /* X, one block row of partial products: f32 [16][n] */
+      int nn = in->ty.shape[0];
+      h->stage_dt[1] = DT_F32;
+      h->stage_stride[1] = storage_stride(DT_F32, nn);
+      add_buf(v, n, cap, p, p, 16 * h->stage_stride[1] * 4, &h->stage_off[1]);
+    } else { /* a' [C][K] and b' (the rows every block row needs), bf16 */
+      int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
+      for (int j = 3; j < 5; j++) {
+        h->stage_dt[j] = DT_BF16;
+        h->stage_stride[j] = storage_stride(DT_BF16, K);
+      }
+      add_buf(v, n, cap, p, p, C * h->stage_stride[3] * 2, &h->stage_off[3]);
+      add_buf(v, n, cap, p, p, (decay_bprime_rows(C) + 1) * h->stage_stride[4] * 2, &h->stage_off[4]);
     }
   }
 }
@@ -219,17 +276,97 @@ static int allocate(Buf1 *v, int n) {
   return top;
 }
 
+/* Second thoughts on homes, once every value has one:
+ * - a reduction or scan walks its operand sequentially, one line per thread:
+ *   an operand that costs a load or a special function is stored first;
+ * - a bf16 load feeding a matmul is stored as it is, so the matmul reads it
+ *   in place (and it can be copied asynchronously);
+ * - loads that cp.async can copy are hoisted to the kernel's start, or, in a
+ *   scan, prefetched one chunk ahead (double-buffered). */
+static void count_operand_uses(LK *L, const CirBlock *b, int *uses) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->body) count_operand_uses(L, in->body, uses);
+    if (cake_ops[in->op].kind != OK_DOT) continue;
+    for (int j = 0; j < 2; j++) {
+      int trans;
+      uses[operand_source(in->args[j], &trans)->id]++;
+    }
+  }
+}
+
+static void refine_homes(LK *L, const CirBlock *b) {
+  if (b == &L->k->body) {
+    /* a value feeding several matmuls is staged once, in its own home */
+    int *uses = calloc((size_t)L->nids + 1, sizeof(int));
+    count_operand_uses(L, b, uses);
+    for (int id = 0; id < L->nids; id++) {
+      Home *h = &L->homes[id];
+      if (uses[id] >= 2 && h->kind == H_FUSED) {
+        h->kind = H_SMEM; /* shape filled in below from the instruction */
+        h->rows = -1;
+      }
+    }
+    free(uses);
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *hh = home_of(L, in);
+    if (hh->kind == H_SMEM && hh->rows == -1) set_smem(hh, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
+    if (in->body) refine_homes(L, in->body);
+    OpKind kind = cake_ops[in->op].kind;
+    if (kind == OK_REDUCE || kind == OK_SCAN) {
+      const CirInst *o = in->args[0];
+      Home *oh = home_of(L, o);
+      if (oh->kind == H_FUSED && expensive_tree(L, o)) set_smem(oh, o->ty.dt, rows_of(o->ty), cols_of(o->ty));
+    }
+    if (kind == OK_DOT)
+      for (int j = 0; j < 2; j++) {
+        int trans;
+        const CirInst *src = operand_source(in->args[j], &trans);
+        Home *sh = home_of(L, src);
+        if (src->op == OP_LOAD && sh->kind == H_FUSED && (src->ty.dt == DT_BF16 || src->ty.dt == DT_F16))
+          set_smem(sh, src->ty.dt, rows_of(src->ty), cols_of(src->ty));
+      }
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    if (in->op != OP_LOAD || !async_candidate(L, in)) continue;
+    if (h->depth == 1) {
+      if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
+      if (h->kind == H_SMEM) {
+        h->async_mode = ASYNC_PREFETCH;
+        h->nbufs = 2;
+      }
+    } else if (h->depth == 0 && h->kind == H_SMEM) {
+      h->async_mode = ASYNC_HOIST;
+    }
+  }
+}
+
 static void plan_kernel(LK *L) {
   Plan P = {0};
   P.L = L;
   P.all = calloc((size_t)L->nids, sizeof(CirInst *));
   number_block(&P, &L->k->body, 0);
   choose_homes(L, &L->k->body);
+  refine_homes(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
   collect_bufs(L, &L->k->body, &bufs, &n, &cap);
   L->smem_bytes = allocate(bufs, n);
+  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: the shared-memory plan */
+    fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
+    for (int i = 0; i < L->nids; i++) {
+      const Home *h = &L->homes[i];
+      const CirInst *in = P.all[i];
+      if (!in || h->kind != H_SMEM || in->op == OP_FORRES) continue;
+      fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i, cake_ops[in->op].spelling,
+              dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start, h->end, in->loc.line);
+    }
+  }
   free(bufs);
   free(P.all);
 }
@@ -257,6 +394,27 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
 
 static void emit_block(LK *L, const CirBlock *blk);
 
+/* Copy the prefetched tiles of chunk `chunk` into buffer `phase` (0 or 1):
+ * the scan's chunk index and chunk rows stand for that chunk meanwhile. */
+static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, MlirValue phase) {
+  Mlb *b = &L->b;
+  Home *ch = home_of(L, cv);
+  Home saved_home = *ch;
+  ChunkInfo saved = L->chunks[cv->id];
+  ch->scalar = chunk;
+  ch->emitted = 1;
+  load_chunk(L, cv, chunk);
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *in = body->insts[i];
+    Home *h = home_of(L, in);
+    if (h->async_mode != ASYNC_PREFETCH) continue;
+    lk_set_loc(L, in);
+    async_copy(L, in, mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes))));
+  }
+  *ch = saved_home;
+  L->chunks[cv->id] = saved;
+}
+
 static void emit_for(LK *L, const CirInst *f) {
   Mlb *b = &L->b;
   MlirValue doc = eval_scalar(L, f->args[0]);
@@ -272,14 +430,44 @@ static void emit_for(LK *L, const CirInst *f) {
     Home *h = home_of(L, c);
     materialize_to(L, f->args[c->axis + 1], mlb_i32(b, h->offset), h->sdt, h->stride, 0);
   }
-  mlb_barrier(b);
   MlirValue zero = mlb_i32(b, 0), one = mlb_i32(b, 1);
+  MlirValue count = mlb_bin(b, "arith.subi", hi, lo);
+  const CirInst *cv = NULL;
+  int prefetch = 0;
+  for (int i = 0; i < body->len; i++) {
+    if (body->insts[i]->op == OP_CHUNKVAR) cv = body->insts[i];
+    prefetch |= home_of(L, body->insts[i])->async_mode == ASYNC_PREFETCH;
+  }
+  /* the first chunk's prefetched tiles go to buffer 0 before the loop */
+  if (prefetch) {
+    MlirValue first = f->reverse ? mlb_bin(b, "arith.subi", hi, one) : lo;
+    MlbIf any;
+    mlb_if_begin(b, &any, mlb_cmpi(b, "sgt", count, zero), 0, NULL);
+    emit_prefetch(L, body, cv, first, zero);
+    mlb_if_else(b, &any, 0, NULL);
+    mlb_if_end(b, &any, 0, NULL);
+    async_commit(L);
+  }
+  mlb_barrier(b);
   MlbFor loop;
   MlirValue phase0 = zero;
-  mlb_for_begin(b, &loop, zero, mlb_bin(b, "arith.subi", hi, lo), one, 1, &phase0);
+  mlb_for_begin(b, &loop, zero, count, one, 1, &phase0);
   MlirValue step = loop.iv, phase = loop.iter[0];
   MlirValue chunk = f->reverse ? mlb_bin(b, "arith.subi", mlb_bin(b, "arith.subi", hi, one), step)
                                : mlb_add(b, lo, step);
+  MlirValue other = mlb_bin(b, "arith.subi", one, phase);
+  if (prefetch) {
+    /* the next chunk's tiles into the other buffers while this one runs */
+    MlirValue next = f->reverse ? mlb_bin(b, "arith.subi", chunk, one) : mlb_add(b, chunk, one);
+    MlbIf more;
+    mlb_if_begin(b, &more, mlb_cmpi(b, "slt", mlb_add(b, step, one), count), 0, NULL);
+    emit_prefetch(L, body, cv, next, other);
+    mlb_if_else(b, &more, 0, NULL);
+    mlb_if_end(b, &more, 0, NULL);
+    async_commit(L);
+    async_wait(L, 1); /* all but the group just issued: this chunk's tiles */
+    mlb_barrier(b);
+  }
   const CirInst *yield = NULL;
   for (int i = 0; i < body->len; i++) {
     const CirInst *c = body->insts[i];
@@ -288,7 +476,7 @@ static void emit_for(LK *L, const CirInst *f) {
       h->scalar = chunk;
       h->emitted = 1;
       load_chunk(L, c, chunk);
-    } else if (c->op == OP_CARRY) {
+    } else if (c->op == OP_CARRY || h->async_mode == ASYNC_PREFETCH) {
       h->dyn = mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
     } else if (c->op == OP_YIELD) {
       yield = c;
@@ -297,7 +485,6 @@ static void emit_for(LK *L, const CirInst *f) {
   emit_block(L, body);
   CAKE_ASSERT(yield);
   lk_set_loc(L, yield);
-  MlirValue other = mlb_bin(b, "arith.subi", one, phase);
   for (int i = 0; i < body->len; i++) {
     const CirInst *c = body->insts[i];
     if (c->op != OP_CARRY) continue;
@@ -317,9 +504,27 @@ static void emit_for(LK *L, const CirInst *f) {
   }
 }
 
+/* Copy every hoisted load at once, so that their latencies overlap. */
+static void emit_hoisted(LK *L, const CirBlock *blk) {
+  int any = 0;
+  for (int i = 0; i < blk->len; i++) {
+    const CirInst *in = blk->insts[i];
+    Home *h = home_of(L, in);
+    if (h->async_mode != ASYNC_HOIST) continue;
+    lk_set_loc(L, in);
+    async_copy(L, in, mlb_i32(&L->b, h->offset));
+    any = 1;
+  }
+  if (!any) return;
+  async_commit(L);
+  async_wait(L, 0);
+  mlb_barrier(&L->b);
+}
+
 static void emit_inst(LK *L, const CirInst *in) {
   Home *h = home_of(L, in);
   lk_set_loc(L, in);
+  if (h->async_mode != ASYNC_NONE) return; /* copied ahead of its use */
   switch (in->op) {
     case OP_STORE: emit_store(L, in); mlb_barrier(&L->b); return;
     case OP_FOR: emit_for(L, in); return;
@@ -359,7 +564,17 @@ static void emit_inst(LK *L, const CirInst *in) {
 }
 
 static void emit_block(LK *L, const CirBlock *blk) {
-  for (int i = 0; i < blk->len && !L->failed; i++) emit_inst(L, blk->insts[i]);
+  int hoisted = blk != &L->k->body;
+  for (int i = 0; i < blk->len && !L->failed; i++) {
+    const CirInst *in = blk->insts[i];
+    /* after the grid indices (and their chunk rows), before anything else */
+    if (!hoisted && in->op != OP_GRIDVAR) {
+      emit_hoisted(L, blk);
+      hoisted = 1;
+    }
+    emit_inst(L, in);
+  }
+  if (!hoisted) emit_hoisted(L, blk);
 }
 
 static int count_ids(const CirBlock *b) {
@@ -443,14 +658,16 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   MlirBlock entry = mlirBlockCreate(abi->nargs, atypes, alocs);
   mlirRegionAppendOwnedBlock(freg, entry);
   int32_t block_size[3] = {k->threads, 1, 1};
-  MlirNamedAttribute fa[4] = {
+  /* one block per multiprocessor is enough: let ptxas use up to 255 registers */
+  MlirNamedAttribute fa[5] = {
       mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(symbol))),
       mlb_named(b, "function_type", mlirTypeAttrGet(fty)),
       mlb_named(b, "gpu.kernel", mlirUnitAttrGet(ctx)),
       mlb_named(b, "known_block_size", mlirDenseI32ArrayGet(ctx, 3, block_size)),
+      mlb_named(b, "nvvm.minctasm", mlirIntegerAttrGet(b->i32, 1)),
   };
   MlirOperationState fs = mlirOperationStateGet(mlirStringRefCreateFromCString("gpu.func"), b->loc);
-  mlirOperationStateAddAttributes(&fs, 4, fa);
+  mlirOperationStateAddAttributes(&fs, 5, fa);
   mlirOperationStateAddOwnedRegions(&fs, 1, &freg);
   MlirOperation func = mlirOperationCreate(&fs);
   mlirBlockAppendOwnedOperation(mblock, func);

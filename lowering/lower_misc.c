@@ -95,59 +95,97 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
 void lower_reduce(LK *L, const CirInst *in) { line_loop(L, in, 0); }
 void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
 
-/* T = (I + tril(A, -1))^-1. Column c of T solves (I + L) x = e_c by forward
- * substitution; one thread owns one column and reads only what it wrote. */
+/* T = (I + tril(A, -1))^-1 for n a multiple of 16, blocked:
+ * 1. each 16x16 diagonal block is inverted by forward substitution, one
+ *    thread per column (a thread reads only the column it writes);
+ * 2. block row I >= 1 (in order): X = A[I, <I] T[<I, <I] and then
+ *    T[I, <I] = -T[I, I] X, both element-parallel in fp32, summing in index
+ *    order. Blocks above the diagonal are zero. */
 void lower_solve(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
-  int n = in->ty.shape[0];
-  View A = view(L, in, 0);
-  mlb_barrier(b);
-  MlbFor cols;
-  mlb_for_begin(b, &cols, L->tid, mlb_i32(b, n), mlb_i32(b, L->nthreads), 0, NULL);
-  MlirValue c = cols.iv;
-  MlbFor rows;
-  mlb_for_begin(b, &rows, mlb_i32(b, 0), mlb_i32(b, n), mlb_i32(b, 1), 0, NULL);
-  MlirValue r = rows.iv;
-  /* x[r] = [r == c] - sum_{j = c}^{r - 1} A[r, j] x[j]; 0 above the diagonal */
-  MlirValue zero = mlb_f32(b, 0.0);
-  MlbFor dot;
-  mlb_for_begin(b, &dot, c, r, mlb_i32(b, 1), 1, &zero);
-  MlirValue j = dot.iv;
   Home *h = home_of(L, in);
-  MlirValue xj = smem_load_vals(L, mlb_i32(b, h->offset), DT_F32, h->stride, j, c, 1).v[0];
-  MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", view_get(L, &A, r, j), xj));
-  mlb_for_end(b, &dot, 1, &acc);
-  MlirValue diag = mlb_select(b, mlb_cmpi(b, "eq", r, c), mlb_f32(b, 1.0), zero);
-  MlirValue x = mlb_bin(b, "arith.subf", diag, mlb_res(dot.op, 0));
-  x = mlb_select(b, mlb_cmpi(b, "slt", r, c), zero, x);
-  put(L, in, r, c, x);
-  mlb_for_end(b, &rows, 0, NULL);
-  mlb_for_end(b, &cols, 0, NULL);
-}
-
-/* D[r, j] = sum_c a[r,c] b[j,c] exp(g[r,c] - g[j,c]) for j <= r, else 0.
- * The exponent is <= 0 whenever g is non-increasing down the rows (a
- * cumulative log-decay), so no factor can overflow. */
-void lower_decay(LK *L, const CirInst *in) {
-  Mlb *b = &L->b;
-  int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
-  View A = view(L, in, 0), B = view(L, in, 1), G = view(L, in, 2);
+  int n = in->ty.shape[0];
+  if (n % 16) {
+    lk_error(L, in, "unit_lower_inv needs a size that is a multiple of 16, got %d", n);
+    return;
+  }
+  int nb = n / 16;
+  View A = view(L, in, 0);
+  MlirValue Tb = mlb_i32(b, h->offset), Xb = mlb_i32(b, h->stage_off[1]);
+  int xs = h->stage_stride[1];
+  MlirValue c16 = mlb_i32(b, 16), zero = mlb_f32(b, 0.0), one = mlb_f32(b, 1.0);
+#define TGET(r, c) smem_load_vals(L, Tb, DT_F32, h->stride, (r), (c), 1).v[0]
+#define PUT(base, stride, r, c, x)                               \
+  do {                                                           \
+    Vals v_ = {.n = 1};                                          \
+    v_.v[0] = (x);                                               \
+    smem_store_vals(L, (base), DT_F32, (stride), (r), (c), v_);  \
+  } while (0)
+  /* zeros above the diagonal blocks */
+  {
+    MlbFor el;
+    mlb_for_begin(b, &el, L->tid, mlb_i32(b, n * n), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, n)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, n));
+    MlbIf up;
+    mlb_if_begin(b, &up, mlb_cmpi(b, "ugt", mlb_bin(b, "arith.divui", c, c16), mlb_bin(b, "arith.divui", r, c16)), 0, NULL);
+    PUT(Tb, h->stride, r, c, zero);
+    mlb_if_else(b, &up, 0, NULL);
+    mlb_if_end(b, &up, 0, NULL);
+    mlb_for_end(b, &el, 0, NULL);
+  }
   mlb_barrier(b);
-  MlbFor outs;
-  mlb_for_begin(b, &outs, L->tid, mlb_i32(b, C * C), mlb_i32(b, L->nthreads), 0, NULL);
-  MlirValue r = mlb_bin(b, "arith.divui", outs.iv, mlb_i32(b, C));
-  MlirValue j = mlb_bin(b, "arith.remui", outs.iv, mlb_i32(b, C));
-  MlirValue zero = mlb_f32(b, 0.0);
-  MlirValue upper = mlb_select(b, mlb_cmpi(b, "sle", j, r), mlb_i32(b, K), mlb_i32(b, 0));
-  MlbFor sum;
-  mlb_for_begin(b, &sum, mlb_i32(b, 0), upper, mlb_i32(b, 1), 1, &zero);
-  MlirValue c = sum.iv;
-  MlirValue e = mlb_bin(b, "arith.subf", view_get(L, &G, r, c), view_get(L, &G, j, c));
-  MlirValue ex = mlb_intrinsic(b, "llvm.nvvm.ex2.approx.f32", b->f32, 1,
-                               (MlirValue[]){mlb_bin(b, "arith.mulf", e, mlb_f32(b, 1.4426950408889634))});
-  MlirValue t = mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", view_get(L, &A, r, c), view_get(L, &B, j, c)), ex);
-  MlirValue acc = mlb_bin(b, "arith.addf", sum.iter[0], t);
-  mlb_for_end(b, &sum, 1, &acc);
-  put(L, in, r, j, mlb_res(sum.op, 0));
-  mlb_for_end(b, &outs, 0, NULL);
+  /* 1. diagonal blocks: task = block * 16 + column */
+  {
+    MlbFor tk;
+    mlb_for_begin(b, &tk, L->tid, mlb_i32(b, n), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue base = mlb_mul(b, mlb_bin(b, "arith.divui", tk.iv, c16), c16);
+    MlirValue col = tk.iv; /* absolute column; its block starts at `base` */
+    MlbFor rows;
+    mlb_for_begin(b, &rows, base, mlb_add(b, base, c16), mlb_i32(b, 1), 0, NULL);
+    MlirValue r = rows.iv;
+    MlbFor dot;
+    mlb_for_begin(b, &dot, col, r, mlb_i32(b, 1), 1, &zero);
+    MlirValue j = dot.iv;
+    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", view_get(L, &A, r, j), TGET(j, col)));
+    mlb_for_end(b, &dot, 1, &acc);
+    MlirValue x = mlb_select(b, mlb_cmpi(b, "eq", r, col), one, mlb_cast(b, "arith.negf", mlb_res(dot.op, 0), b->f32));
+    x = mlb_select(b, mlb_cmpi(b, "slt", r, col), zero, x);
+    PUT(Tb, h->stride, r, col, x);
+    mlb_for_end(b, &rows, 0, NULL);
+    mlb_for_end(b, &tk, 0, NULL);
+  }
+  mlb_barrier(b);
+  /* 2. block rows below the first, in order */
+  for (int I = 1; I < nb; I++) {
+    int cols = 16 * I;
+    MlbFor el;
+    mlb_for_begin(b, &el, L->tid, mlb_i32(b, 16 * cols), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, cols)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, cols));
+    MlirValue row = mlb_add(b, r, mlb_i32(b, 16 * I));
+    MlbFor dot;
+    mlb_for_begin(b, &dot, c, mlb_i32(b, 16 * I), mlb_i32(b, 1), 1, &zero);
+    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", view_get(L, &A, row, dot.iv), TGET(dot.iv, c)));
+    mlb_for_end(b, &dot, 1, &acc);
+    PUT(Xb, xs, r, c, mlb_res(dot.op, 0));
+    mlb_for_end(b, &el, 0, NULL);
+    mlb_barrier(b);
+    /* T[I, c] = -(X[r, c] + sum_{m < r} T[16 I + r, 16 I + m] X[m, c]) */
+    MlbFor el2;
+    mlb_for_begin(b, &el2, L->tid, mlb_i32(b, 16 * cols), mlb_i32(b, L->nthreads), 0, NULL);
+    r = mlb_bin(b, "arith.divui", el2.iv, mlb_i32(b, cols));
+    c = mlb_bin(b, "arith.remui", el2.iv, mlb_i32(b, cols));
+    row = mlb_add(b, r, mlb_i32(b, 16 * I));
+    MlirValue x0 = smem_load_vals(L, Xb, DT_F32, xs, r, c, 1).v[0];
+    MlbFor d2;
+    mlb_for_begin(b, &d2, mlb_i32(b, 0), r, mlb_i32(b, 1), 1, &x0);
+    MlirValue xm = smem_load_vals(L, Xb, DT_F32, xs, d2.iv, c, 1).v[0];
+    MlirValue acc2 = mlb_bin(b, "arith.addf", d2.iter[0],
+                             mlb_bin(b, "arith.mulf", TGET(row, mlb_add(b, d2.iv, mlb_i32(b, 16 * I))), xm));
+    mlb_for_end(b, &d2, 1, &acc2);
+    PUT(Tb, h->stride, row, c, mlb_cast(b, "arith.negf", mlb_res(d2.op, 0), b->f32));
+    mlb_for_end(b, &el2, 0, NULL);
+    if (I + 1 < nb) mlb_barrier(b);
+  }
+#undef TGET
+#undef PUT
 }

@@ -159,6 +159,9 @@ cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, 
                           const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
 cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
                              void *stream);
+/* The same for another entry of kda_fwd ("fwd_prep", "fwd_chain": one stage each, for profiling). */
+cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
+                            size_t workspace_bytes, void *stream);
 
 /* The target the current device runs ("sm_90a", ...), for messages and tests. */
 cake_status cake_device_target(char *buf, size_t n);

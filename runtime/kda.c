@@ -33,7 +33,12 @@ cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, 
 
 cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
                              void *stream) {
-  if (!plan || !t) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_forward: plan and tensors are required");
+  return cake_kda_launch(plan, "fwd", t, workspace, workspace_bytes, stream);
+}
+
+cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
+                            size_t workspace_bytes, void *stream) {
+  if (!plan || !t) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_launch: plan and tensors are required");
   cake_binding b[10];
   int n = 0;
   b[n++] = (cake_binding){"q", t->q};
@@ -48,5 +53,18 @@ cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_
   b[n++] = (cake_binding){"h0", t->h0};
   b[n++] = (cake_binding){"o", t->o};
   b[n++] = (cake_binding){"ht", t->ht};
-  return cake_launch(plan, "fwd", b, n, workspace, workspace_bytes, 0, 0, stream);
+  /* an entry needs only its stages' tensors: bind those */
+  cake_binding used[10];
+  int m = 0, ei = rt_entry_index(plan->prog, entry ? entry : "");
+  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "kda_fwd has no entry '%s'", entry ? entry : "(null)");
+  const RtEntry *e = &plan->prog->entries[ei];
+  for (int i = 0; i < n; i++) {
+    int ti = rt_tensor_index(plan->prog, b[i].name), need = 0;
+    for (int s = 0; s < e->n && !need; s++) {
+      const RtStage *st = &plan->prog->stages[e->stages[s]];
+      for (int a = 0; a < st->nargs; a++) need |= st->args[a].what == A_TENSOR && st->args[a].index == ti;
+    }
+    if (need) used[m++] = b[i];
+  }
+  return cake_launch(plan, entry, used, m, workspace, workspace_bytes, 0, 0, stream);
 }

@@ -14,6 +14,7 @@ case "${1:-}" in
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake 2>/dev/null) --arch=sm_90a -o .carry/package
     cp build/gpu/* .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
+    mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
     du -sh .carry
     ;;
@@ -28,5 +29,14 @@ case "${1:-}" in
     done
     exit $status
     ;;
-  *) echo "usage: $0 prepare | run [--seed N]" >&2; exit 2 ;;
+  bench)
+    # the anchor (fla + its autotune cache) must be in .anchor/ (see benchmarks/README.md)
+    shift
+    out="${OUT:-/tmp/cake-out}"; mkdir -p "$out"
+    tc=$(mktemp -d) && tar -xzf .anchor/fla_autotune_cache_h200.tar.gz -C "$tc"
+    export TRITON_CACHE_DIR="$tc" PYTHONUNBUFFERED=1
+    python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor --package .carry/package \
+      --lib .carry/lib/libcakert.so --out "$out" "$@"
+    ;;
+  *) echo "usage: $0 prepare | run [--seed N] [--quick] | bench [bench_kda.py options]" >&2; exit 2 ;;
 esac

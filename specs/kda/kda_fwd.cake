@@ -52,7 +52,7 @@ temp u  : bf16[T, H, V]               // U~
 temp pq : bf16[T, H, C]               // scale P
 temp gx : f32[chunks, H, K]           // exp(G_C), the chunk's state decay
 
-kernel prep over (c in chunks, h in H) {
+kernel prep over (c in chunks, h in H) threads 256 {
   qraw = load q[c, h, :]
   kraw = load k[c, h, :]
   if qk_norm {
@@ -102,3 +102,5 @@ kernel chain over (n in docs, h in H, j in V / BV) {
 }
 
 entry fwd = prep, chain
+entry fwd_prep = prep      // one stage each, for profiling
+entry fwd_chain = chain

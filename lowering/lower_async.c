@@ -1,0 +1,65 @@
+/* lower_async.c - tile loads with cp.async (16 bytes per thread per copy,
+ * bypassing registers): rows past a document's end are zero-filled by the
+ * copy itself (source size 0), so masking costs nothing. Used for loads
+ * hoisted to a kernel's start and for loads a scan prefetches one chunk
+ * ahead. */
+#include "lower.h"
+
+/* Can `in` be copied by cp.async: a plain, non-optional window whose rows are
+ * contiguous and 16-byte aligned, indexed only by grid or scan indices? */
+int async_candidate(LK *L, const CirInst *in) {
+  const CirTensor *t = in->tensor;
+  if (in->op != OP_LOAD || t->optional || in->ty.rank < 1) return 0;
+  if (t->dtype != DT_BF16 && t->dtype != DT_F16 && t->dtype != DT_F32) return 0;
+  int eb = dtype_bytes(t->dtype), last = -1;
+  for (int i = 0; i < t->rank; i++) {
+    const CirIndex *ix = &in->index[i];
+    if (ix->kind != IX_SCALAR) last = i;
+    if (ix->v && ix->v->op != OP_GRIDVAR && ix->v->op != OP_CHUNKVAR && ix->v->op != OP_CONST) return 0;
+    /* every row start must be 16-byte aligned: the constant part of each stride */
+    long long f = 1;
+    for (int j = i + 1; j < t->rank; j++)
+      if (t->shape[j].sym < 0) f *= t->shape[j].value;
+    if (i < t->rank - 1 && (f * eb) % 16) return 0;
+  }
+  if (last != t->rank - 1) return 0;
+  const CirIndex *lx = &in->index[last];
+  if ((lx->size * eb) % 16) return 0;
+  return 1;
+}
+
+void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
+  Mlb *b = &L->b;
+  const CirTensor *t = in->tensor;
+  Home *h = home_of(L, in);
+  int eb = dtype_bytes(t->dtype), per = 16 / eb;
+  int R = rows_of(in->ty), C = cols_of(in->ty), ppr = C / per;
+  MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
+  MlbFor f;
+  mlb_for_begin(b, &f, L->tid, mlb_i32(b, R * ppr), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue r = R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", f.iv, mlb_i32(b, ppr));
+  MlirValue c = mlb_mul(b, mlb_bin(b, "arith.remui", f.iv, mlb_i32(b, ppr)), mlb_i32(b, per));
+  MlirValue valid = (MlirValue){0};
+  MlirValue src = window_elem_ptr(L, in, r, c, per, &valid);
+  MlirValue size = mlb_i32(b, 16);
+  if (!mlirValueIsNull(valid)) {
+    src = mlb_select(b, valid, src, base); /* an address that exists; nothing is read from it */
+    size = mlb_select(b, valid, size, mlb_i32(b, 0));
+  }
+  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, h->stride)), c);
+  MlirValue dst = smem_ptr(L, mlb_add(b, dst_base, mlb_mul(b, idx, mlb_i32(b, eb))));
+  MlirNamedAttribute na[2] = {
+      mlb_named(b, "size", mlirIntegerAttrGet(b->i32, 16)),
+      mlb_named(b, "modifier", mlb_attr(b, "#nvvm<load_cache_modifier cg>")),
+  };
+  MlirValue ops[3] = {dst, src, size};
+  mlb_op(b, "nvvm.cp.async.shared.global", 0, NULL, 3, ops, 2, na);
+  mlb_for_end(b, &f, 0, NULL);
+}
+
+void async_commit(LK *L) { mlb_op(&L->b, "nvvm.cp.async.commit.group", 0, NULL, 0, NULL, 0, NULL); }
+
+void async_wait(LK *L, int pending) {
+  MlirNamedAttribute na = mlb_named(&L->b, "n", mlirIntegerAttrGet(L->b.i32, pending));
+  mlb_op(&L->b, "nvvm.cp.async.wait.group", 0, NULL, 0, NULL, 1, &na);
+}

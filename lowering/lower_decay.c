@@ -1,0 +1,238 @@
+/* lower_decay.c - decay_dot(a, b, g) on tensor cores, safely.
+ *
+ * D[r, j] = sum_c a[r,c] b[j,c] exp(g[r,c] - g[j,c]) for j <= r, else 0, with
+ * g non-increasing down the rows (a cumulative log-decay). exp(-g) alone
+ * overflows under strong decay, so the rows are split into 16-row blocks and
+ * every factor is taken relative to a reference row inside the product:
+ *   off-diagonal block (I, J), J < I, reference row p = 16 I:
+ *     D = (a * exp(g - g[p])) (b * exp(g[p] - g))^T over the rows of I and J:
+ *     both factors are <= 1 (r >= p > j), so the bf16 operands of the
+ *     tensor-core product cannot overflow;
+ *   diagonal blocks: element by element in fp32.
+ * Operand staging: a' = a * exp(g - g[16 floor(r/16)]) once, and for every
+ * block row I >= 1 the rows j < 16 I of b' = b * exp(g[16 I] - g) (their
+ * scale depends on I). */
+#include <stdio.h>
+
+#include "lower.h"
+
+/* The staging area of a decay_dot: how many rows b' needs for C rows. */
+int decay_bprime_rows(int C) {
+  int nb = C / 16, rows = 0;
+  for (int i = 1; i < nb; i++) rows += 16 * i;
+  return rows;
+}
+
+typedef struct F32View {
+  MlirValue base;
+  DType sdt;
+  int stride;
+} F32View;
+
+static F32View operand_view(LK *L, const CirInst *op, int which) {
+  Home *oh = home_of(L, op);
+  const CirInst *src = op->args[which];
+  F32View v;
+  if (needs_f32_stage(L, src)) {
+    v.base = mlb_i32(&L->b, oh->stage_off[which]);
+    v.sdt = oh->stage_dt[which];
+    v.stride = oh->stage_stride[which];
+    materialize_to(L, src, v.base, v.sdt, v.stride, 0);
+  } else {
+    Home *h = home_of(L, src);
+    v.base = home_base(L, src);
+    v.sdt = h->sdt;
+    v.stride = h->stride;
+  }
+  return v;
+}
+
+static Vals get(LK *L, const F32View *v, MlirValue r, MlirValue c, int W) {
+  Vals x = smem_load_vals(L, v->base, v->sdt, v->stride, r, c, W);
+  for (int i = 0; i < W; i++)
+    if (v->sdt == DT_BF16 || v->sdt == DT_F16) x.v[i] = mlb_cast(&L->b, "arith.extf", x.v[i], L->b.f32);
+  return x;
+}
+
+static MlirValue ex2e(LK *L, MlirValue d) { /* exp(d) */
+  Mlb *b = &L->b;
+  MlirValue x = mlb_bin(b, "arith.mulf", d, mlb_f32(b, 1.4426950408889634));
+  return mlb_intrinsic(b, "llvm.nvvm.ex2.approx.f32", b->f32, 1, &x);
+}
+
+typedef struct ScaleCtx {
+  F32View x, g;
+  MlirValue out;
+  int out_stride;
+  int ref_block; /* b': the reference row is 16 * ref_block; a': -1 (own block) */
+  int row0;      /* b': first row of this block row's staging */
+} ScaleCtx;
+
+/* One element group of a' or of one block row of b'. */
+static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
+  ScaleCtx *s = vctx;
+  Mlb *b = &L->b;
+  MlirValue ref = s->ref_block < 0 ? mlb_mul(b, mlb_bin(b, "arith.divui", r, mlb_i32(b, 16)), mlb_i32(b, 16))
+                                   : mlb_i32(b, 16 * s->ref_block);
+  Vals x = get(L, &s->x, r, c, W), gr = get(L, &s->g, r, c, W), gp = get(L, &s->g, ref, c, W);
+  Vals y = {.n = W};
+  for (int i = 0; i < W; i++) {
+    MlirValue d = s->ref_block < 0 ? mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]) : mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
+    y.v[i] = mlb_bin(b, "arith.mulf", x.v[i], ex2e(L, d));
+  }
+  MlirValue row = s->ref_block < 0 ? r : mlb_add(b, r, mlb_i32(b, s->row0));
+  smem_store_vals(L, s->out, DT_BF16, s->out_stride, row, c, y);
+}
+
+static MlirValue ldm(LK *L, MlirValue byte_off, int num) {
+  Mlb *b = &L->b;
+  MlirNamedAttribute na[4] = {
+      mlb_named(b, "num", mlirIntegerAttrGet(b->i32, num)),
+      mlb_named(b, "layout", mlb_attr(b, "#nvvm.mma_layout<row>")),
+      mlb_named(b, "shape", mlb_attr(b, "#nvvm.ld_st_matrix_shape<m = 8, n = 8>")),
+      mlb_named(b, "eltType", mlb_attr(b, "#nvvm.ld_st_matrix_elt_type<b16>")),
+  };
+  MlirValue p = smem_ptr(L, byte_off);
+  return mlb_op1(b, "nvvm.ldmatrix", mlb_type(b, num == 4 ? "!llvm.struct<(i32, i32, i32, i32)>" : "!llvm.struct<(i32, i32)>"),
+                 1, &p, 4, na);
+}
+
+static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValue col) {
+  Mlb *b = &L->b;
+  return mlb_add(b, base, mlb_mul(b, mlb_add(b, mlb_mul(b, row, mlb_i32(b, stride)), col), mlb_i32(b, 2)));
+}
+
+void lower_decay(LK *L, const CirInst *in) {
+  Mlb *b = &L->b;
+  Home *h = home_of(L, in);
+  int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
+  if (C % 16 || K % 16) {
+    lk_error(L, in, "decay_dot needs rows and columns in multiples of 16 for the tensor cores; got [%d, %d]", C, K);
+    return;
+  }
+  int nb = C / 16;
+  F32View A = operand_view(L, in, 0);
+  F32View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
+  F32View G = operand_view(L, in, 2);
+  mlb_barrier(b);
+  /* a' and the block rows of b' */
+  MlirValue ap = mlb_i32(b, h->stage_off[3]), bp = mlb_i32(b, h->stage_off[4]);
+  int st = K + 8;
+  int W = 8;
+  while (K % W) W /= 2;
+  ScaleCtx sa = {A, G, ap, st, -1, 0};
+  tile_loop(L, in->args[0], C, K, W, scale_fn, &sa);
+  for (int i = 1, row0 = 0; i < nb; row0 += 16 * i, i++) {
+    ScaleCtx sb = {B, G, bp, st, i, row0};
+    tile_loop(L, in->args[1], 16 * i, K, W, scale_fn, &sb);
+  }
+  mlb_barrier(b);
+
+  MlirValue out = mlb_i32(b, h->offset);
+  MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
+  MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
+  MlirValue g4 = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4)), t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
+  int nw = L->nthreads / 32;
+
+  /* off-diagonal 16x16 blocks on tensor cores: task = (I, J) */
+  int task = 0;
+  for (int I = 1, row0 = 0; I < nb; row0 += 16 * I, I++)
+    for (int J = 0; J < I; J++, task++) {
+      MlbIf mine;
+      mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
+      MlirValue zero = mlb_f32(b, 0.0), init[8];
+      for (int e = 0; e < 8; e++) init[e] = zero;
+      MlbFor kl;
+      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, 16), 8, init);
+      MlirValue k0 = kl.iv;
+      /* A: rows 16 I + lane % 16 of a', column k0 + (lane / 16) * 8 */
+      MlirValue arow = mlb_add(b, mlb_i32(b, 16 * I), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16)));
+      MlirValue acol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
+      MlirValue as = ldm(L, boff(L, ap, st, arow, acol), 4);
+      MlirValue af[4];
+      for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
+      /* B held [N][K]: rows 16 J .. 16 J + 15 of this block row's b'; matrices q = lane / 8:
+       * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
+      MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
+      MlirValue brow = mlb_add(b, mlb_add(b, mlb_i32(b, row0 + 16 * J), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
+                               mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+      MlirValue bcol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+      MlirValue bs = ldm(L, boff(L, bp, st, brow, bcol), 4);
+      MlirValue bf[4];
+      for (int e = 0; e < 4; e++) bf[e] = mlb_extract(b, bs, e, b->i32);
+      MlirValue acc[8];
+      for (int half = 0; half < 2; half++) {
+        MlirValue ops[10];
+        for (int e = 0; e < 4; e++) ops[e] = af[e];
+        ops[4] = bf[2 * half];
+        ops[5] = bf[2 * half + 1];
+        for (int e = 0; e < 4; e++) ops[6 + e] = kl.iter[half * 4 + e];
+        int32_t seg[3] = {4, 2, 4};
+        MlirNamedAttribute na[6] = {
+            mlb_named(b, "shape", mlb_attr(b, "#nvvm.shape<m = 16, n = 8, k = 16>")),
+            mlb_named(b, "layoutA", mlb_attr(b, "#nvvm.mma_layout<row>")),
+            mlb_named(b, "layoutB", mlb_attr(b, "#nvvm.mma_layout<col>")),
+            mlb_named(b, "multiplicandAPtxType", mlb_attr(b, "#nvvm.mma_type<bf16>")),
+            mlb_named(b, "multiplicandBPtxType", mlb_attr(b, "#nvvm.mma_type<bf16>")),
+            mlb_named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, seg)),
+        };
+        MlirType rt = mlb_type(b, "!llvm.struct<(f32, f32, f32, f32)>");
+        MlirOperation mma = mlb_op(b, "nvvm.mma.sync", 1, &rt, 10, ops, 6, na);
+        for (int e = 0; e < 4; e++) acc[half * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
+      }
+      mlb_for_end(b, &kl, 8, acc);
+      for (int half = 0; half < 2; half++) {
+        MlirValue col = mlb_add(b, mlb_i32(b, 16 * J + 8 * half), mlb_mul(b, t4, mlb_i32(b, 2)));
+        for (int up = 0; up < 2; up++) {
+          MlirValue row = mlb_add(b, mlb_add(b, mlb_i32(b, 16 * I), g4), mlb_i32(b, 8 * up));
+          Vals x = {.n = 2};
+          x.v[0] = mlb_res(kl.op, half * 4 + up * 2);
+          x.v[1] = mlb_res(kl.op, half * 4 + up * 2 + 1);
+          smem_store_vals(L, out, DT_F32, h->stride, row, col, x);
+        }
+      }
+      mlb_if_else(b, &mine, 0, NULL);
+      mlb_if_end(b, &mine, 0, NULL);
+    }
+
+  /* diagonal blocks element by element, and zeros above the diagonal:
+   * every thread takes elements (r, j) of the whole tile in turn */
+  MlbFor el;
+  mlb_for_begin(b, &el, L->tid, mlb_i32(b, C * C), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, C)), j = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, C));
+  MlirValue same_block = mlb_cmpi(b, "eq", mlb_bin(b, "arith.divui", r, mlb_i32(b, 16)), mlb_bin(b, "arith.divui", j, mlb_i32(b, 16)));
+  MlirValue lower = mlb_cmpi(b, "sle", j, r);
+  MlirValue upper = mlb_cmpi(b, "sgt", j, r);
+  MlbIf diag;
+  mlb_if_begin(b, &diag, mlb_bin(b, "arith.andi", same_block, lower), 0, NULL);
+  {
+    int VW = 4;
+    while (K % VW) VW /= 2;
+    MlirValue zero = mlb_f32(b, 0.0);
+    MlbFor sum;
+    mlb_for_begin(b, &sum, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, VW), 1, &zero);
+    MlirValue c = sum.iv;
+    Vals ar = get(L, &A, r, c, VW), bj = get(L, &B, j, c, VW), gr = get(L, &G, r, c, VW), gj = get(L, &G, j, c, VW);
+    MlirValue acc = sum.iter[0];
+    for (int i = 0; i < VW; i++) {
+      MlirValue e = ex2e(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), e));
+    }
+    mlb_for_end(b, &sum, 1, &acc);
+    Vals x = {.n = 1};
+    x.v[0] = mlb_res(sum.op, 0);
+    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+  }
+  mlb_if_else(b, &diag, 0, NULL);
+  {
+    MlbIf up;
+    mlb_if_begin(b, &up, upper, 0, NULL);
+    Vals x = {.n = 1};
+    x.v[0] = mlb_f32(b, 0.0);
+    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+    mlb_if_else(b, &up, 0, NULL);
+    mlb_if_end(b, &up, 0, NULL);
+  }
+  mlb_if_end(b, &diag, 0, NULL);
+  mlb_for_end(b, &el, 0, NULL);
+}
