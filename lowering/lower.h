@@ -38,6 +38,8 @@ typedef struct Home {
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* scan nesting of the definition */
+  const CirInst *epilogue; /* matmul: the store it feeds directly from its accumulators;
+                              store: the matmul that emits it */
   int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
                        ASYNC_PREFETCH (a scan's next chunk, during the current one) */
   /* staging buffers for matmul / solve / decay operands (planned per use) */
@@ -56,6 +58,14 @@ typedef struct Vals {
   int n;
 } Vals;
 
+/* Accumulator values of a matmul being written by its epilogue: eval() of
+ * that matmul at (row, col .. col + n - 1) returns them. */
+typedef struct AccCtx {
+  const CirInst *mm;
+  MlirValue v[2];
+  int n;
+} AccCtx;
+
 typedef struct LK {
   Mlb b;
   Arena *arena;
@@ -73,10 +83,13 @@ typedef struct LK {
   int nthreads;
   int smem_bytes;
   int failed;
+  AccCtx acc;
 } LK;
 
 /* lower_kernel.c */
 Home *home_of(LK *L, const CirInst *in);
+/* A fused value that costs a few ALU instructions to recompute from shared memory. */
+int home_is_cheap(LK *L, const CirInst *v);
 void lk_set_loc(LK *L, const CirInst *in);
 void lk_error(LK *L, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -92,6 +105,8 @@ MlirValue smem_ptr(LK *L, MlirValue byte_off);
 MlirValue home_base(LK *L, const CirInst *v); /* i32 byte offset of v's current buffer */
 void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, int own);
 void emit_store(LK *L, const CirInst *st);
+/* The elements (r, c .. c + W - 1) of a store, as part of a matmul's epilogue. */
+void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W);
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);

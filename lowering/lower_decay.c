@@ -9,31 +9,30 @@
  *     both factors are <= 1 (r >= p > j), so the bf16 operands of the
  *     tensor-core product cannot overflow;
  *   diagonal blocks: element by element in fp32.
- * Operand staging: a' = a * exp(g - g[16 floor(r/16)]) once, and for every
- * block row I >= 1 the rows j < 16 I of b' = b * exp(g[16 I] - g) (their
- * scale depends on I). */
+ * Operand staging, for each block row I >= 1 in turn, in buffers reused from
+ * row to row: a' = a * exp(g - g[16 I]) for the rows of block I, and
+ * b' = b * exp(g[16 I] - g) for the rows j < 16 I. */
 #include <stdio.h>
 
 #include "lower.h"
 
-/* The staging area of a decay_dot: how many rows b' needs for C rows. */
-int decay_bprime_rows(int C) {
-  int nb = C / 16, rows = 0;
-  for (int i = 1; i < nb; i++) rows += 16 * i;
-  return rows;
-}
+/* The staging area of a decay_dot: b' holds one block row's rows at a time. */
+int decay_bprime_rows(int C) { return C - 16; }
 
 typedef struct F32View {
   MlirValue base;
   DType sdt;
   int stride;
+  const CirInst *fused; /* recomputed at each read instead */
 } F32View;
 
 static F32View operand_view(LK *L, const CirInst *op, int which) {
   Home *oh = home_of(L, op);
   const CirInst *src = op->args[which];
-  F32View v;
-  if (needs_f32_stage(L, src)) {
+  F32View v = {0};
+  if (home_is_cheap(L, src)) {
+    v.fused = src;
+  } else if (needs_f32_stage(L, src)) {
     v.base = mlb_i32(&L->b, oh->stage_off[which]);
     v.sdt = oh->stage_dt[which];
     v.stride = oh->stage_stride[which];
@@ -48,6 +47,7 @@ static F32View operand_view(LK *L, const CirInst *op, int which) {
 }
 
 static Vals get(LK *L, const F32View *v, MlirValue r, MlirValue c, int W) {
+  if (v->fused) return eval(L, v->fused, r, c, W);
   Vals x = smem_load_vals(L, v->base, v->sdt, v->stride, r, c, W);
   for (int i = 0; i < W; i++)
     if (v->sdt == DT_BF16 || v->sdt == DT_F16) x.v[i] = mlb_cast(&L->b, "arith.extf", x.v[i], L->b.f32);
@@ -69,19 +69,21 @@ typedef struct ScaleCtx {
 } ScaleCtx;
 
 /* One element group of a' or of one block row of b'. */
+/* b' (row0 = 0): rows j < 16 I, scaled by exp(g[16 I] - g[j]);
+ * a' (row0 = -16 I): row i of block I, scaled by exp(g[16 I + i] - g[16 I]). */
 static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
   ScaleCtx *s = vctx;
   Mlb *b = &L->b;
-  MlirValue ref = s->ref_block < 0 ? mlb_mul(b, mlb_bin(b, "arith.divui", r, mlb_i32(b, 16)), mlb_i32(b, 16))
-                                   : mlb_i32(b, 16 * s->ref_block);
-  Vals x = get(L, &s->x, r, c, W), gr = get(L, &s->g, r, c, W), gp = get(L, &s->g, ref, c, W);
+  MlirValue ref = mlb_i32(b, 16 * s->ref_block);
+  int is_a = s->row0 < 0;
+  MlirValue src = is_a ? mlb_add(b, r, ref) : r;
+  Vals x = get(L, &s->x, src, c, W), gr = get(L, &s->g, src, c, W), gp = get(L, &s->g, ref, c, W);
   Vals y = {.n = W};
   for (int i = 0; i < W; i++) {
-    MlirValue d = s->ref_block < 0 ? mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]) : mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
+    MlirValue d = is_a ? mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]) : mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
     y.v[i] = mlb_bin(b, "arith.mulf", x.v[i], ex2e(L, d));
   }
-  MlirValue row = s->ref_block < 0 ? r : mlb_add(b, r, mlb_i32(b, s->row0));
-  smem_store_vals(L, s->out, DT_BF16, s->out_stride, row, c, y);
+  smem_store_vals(L, s->out, DT_BF16, s->out_stride, r, c, y);
 }
 
 static MlirValue ldm(LK *L, MlirValue byte_off, int num) {
@@ -115,18 +117,10 @@ void lower_decay(LK *L, const CirInst *in) {
   F32View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
   F32View G = operand_view(L, in, 2);
   mlb_barrier(b);
-  /* a' and the block rows of b' */
   MlirValue ap = mlb_i32(b, h->stage_off[3]), bp = mlb_i32(b, h->stage_off[4]);
   int st = K + 8;
   int W = 8;
   while (K % W) W /= 2;
-  ScaleCtx sa = {A, G, ap, st, -1, 0};
-  tile_loop(L, in->args[0], C, K, W, scale_fn, &sa);
-  for (int i = 1, row0 = 0; i < nb; row0 += 16 * i, i++) {
-    ScaleCtx sb = {B, G, bp, st, i, row0};
-    tile_loop(L, in->args[1], 16 * i, K, W, scale_fn, &sb);
-  }
-  mlb_barrier(b);
 
   MlirValue out = mlb_i32(b, h->offset);
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
@@ -134,10 +128,18 @@ void lower_decay(LK *L, const CirInst *in) {
   MlirValue g4 = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4)), t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
   int nw = L->nthreads / 32;
 
-  /* off-diagonal 16x16 blocks on tensor cores: task = (I, J) */
-  int task = 0;
-  for (int I = 1, row0 = 0; I < nb; row0 += 16 * I, I++)
-    for (int J = 0; J < I; J++, task++) {
+  /* off-diagonal 16x16 blocks on tensor cores, block row by block row:
+   * b' for row I, then the tasks (I, J), J < I, one per warp in turn */
+  for (int I = 1; I < nb; I++) {
+    /* a' for the rows of block I, b' for the rows before it: reference row 16 I */
+    ScaleCtx sa = {A, G, ap, st, I, -16 * I};
+    tile_loop(L, in->args[0], 16, K, W, scale_fn, &sa);
+    ScaleCtx sb = {B, G, bp, st, I, 0};
+    tile_loop(L, in->args[1], 16 * I, K, W, scale_fn, &sb);
+    mlb_barrier(b);
+    for (int J = 0; J < I; J++) {
+      int task = J;
+      int row0 = 0;
       MlbIf mine;
       mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
       MlirValue zero = mlb_f32(b, 0.0), init[8];
@@ -145,13 +147,13 @@ void lower_decay(LK *L, const CirInst *in) {
       MlbFor kl;
       mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, 16), 8, init);
       MlirValue k0 = kl.iv;
-      /* A: rows 16 I + lane % 16 of a', column k0 + (lane / 16) * 8 */
-      MlirValue arow = mlb_add(b, mlb_i32(b, 16 * I), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16)));
+      /* A: row lane % 16 of a' (block I), column k0 + (lane / 16) * 8 */
+      MlirValue arow = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16));
       MlirValue acol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
       MlirValue as = ldm(L, boff(L, ap, st, arow, acol), 4);
       MlirValue af[4];
       for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
-      /* B held [N][K]: rows 16 J .. 16 J + 15 of this block row's b'; matrices q = lane / 8:
+      /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
        * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
       MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
       MlirValue brow = mlb_add(b, mlb_add(b, mlb_i32(b, row0 + 16 * J), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
@@ -194,19 +196,43 @@ void lower_decay(LK *L, const CirInst *in) {
       mlb_if_else(b, &mine, 0, NULL);
       mlb_if_end(b, &mine, 0, NULL);
     }
+    mlb_barrier(b); /* before the next row's b' overwrites this one */
+  }
 
-  /* diagonal blocks element by element, and zeros above the diagonal:
-   * every thread takes elements (r, j) of the whole tile in turn */
+  /* zeros above the diagonal */
   MlbFor el;
   mlb_for_begin(b, &el, L->tid, mlb_i32(b, C * C), mlb_i32(b, L->nthreads), 0, NULL);
-  MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, C)), j = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, C));
-  MlirValue same_block = mlb_cmpi(b, "eq", mlb_bin(b, "arith.divui", r, mlb_i32(b, 16)), mlb_bin(b, "arith.divui", j, mlb_i32(b, 16)));
-  MlirValue lower = mlb_cmpi(b, "sle", j, r);
-  MlirValue upper = mlb_cmpi(b, "sgt", j, r);
-  MlbIf diag;
-  mlb_if_begin(b, &diag, mlb_bin(b, "arith.andi", same_block, lower), 0, NULL);
   {
-    int VW = 4;
+    MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, C)), j = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, C));
+    MlbIf up;
+    mlb_if_begin(b, &up, mlb_cmpi(b, "sgt", j, r), 0, NULL);
+    Vals x = {.n = 1};
+    x.v[0] = mlb_f32(b, 0.0);
+    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+    mlb_if_else(b, &up, 0, NULL);
+    mlb_if_end(b, &up, 0, NULL);
+  }
+  mlb_for_end(b, &el, 0, NULL);
+  /* the diagonal blocks' lower triangles, element by element: entry e of
+   * block d is (t, s) with t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2 */
+  MlbFor dg;
+  mlb_for_begin(b, &dg, L->tid, mlb_i32(b, nb * 136), mlb_i32(b, L->nthreads), 0, NULL);
+  {
+    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
+    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
+    MlirValue disc = mlb_bin(b, "arith.addf", mlb_bin(b, "arith.mulf", ef, mlb_f32(b, 8.0)), mlb_f32(b, 1.0));
+    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
+    MlirValue t = mlb_cast(b, "arith.fptoui",
+                           mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.subf", sq, mlb_f32(b, 1.0)), mlb_f32(b, 0.5)), b->i32);
+    /* guard the float estimate against rounding either way */
+    MlirValue tri = mlb_bin(b, "arith.divui", mlb_mul(b, t, mlb_add(b, t, mlb_i32(b, 1))), mlb_i32(b, 2));
+    t = mlb_select(b, mlb_cmpi(b, "ult", e, tri), mlb_bin(b, "arith.subi", t, mlb_i32(b, 1)), t);
+    tri = mlb_bin(b, "arith.divui", mlb_mul(b, mlb_add(b, t, mlb_i32(b, 1)), mlb_add(b, t, mlb_i32(b, 2))), mlb_i32(b, 2));
+    t = mlb_select(b, mlb_cmpi(b, "uge", e, tri), mlb_add(b, t, mlb_i32(b, 1)), t);
+    tri = mlb_bin(b, "arith.divui", mlb_mul(b, t, mlb_add(b, t, mlb_i32(b, 1))), mlb_i32(b, 2));
+    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
+    MlirValue r = mlb_add(b, mlb_mul(b, d, mlb_i32(b, 16)), t), j = mlb_add(b, mlb_mul(b, d, mlb_i32(b, 16)), s0);
+    int VW = 8;
     while (K % VW) VW /= 2;
     MlirValue zero = mlb_f32(b, 0.0);
     MlbFor sum;
@@ -215,24 +241,13 @@ void lower_decay(LK *L, const CirInst *in) {
     Vals ar = get(L, &A, r, c, VW), bj = get(L, &B, j, c, VW), gr = get(L, &G, r, c, VW), gj = get(L, &G, j, c, VW);
     MlirValue acc = sum.iter[0];
     for (int i = 0; i < VW; i++) {
-      MlirValue e = ex2e(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
-      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), e));
+      MlirValue ex = ex2e(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), ex));
     }
     mlb_for_end(b, &sum, 1, &acc);
     Vals x = {.n = 1};
     x.v[0] = mlb_res(sum.op, 0);
     smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
   }
-  mlb_if_else(b, &diag, 0, NULL);
-  {
-    MlbIf up;
-    mlb_if_begin(b, &up, upper, 0, NULL);
-    Vals x = {.n = 1};
-    x.v[0] = mlb_f32(b, 0.0);
-    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
-    mlb_if_else(b, &up, 0, NULL);
-    mlb_if_end(b, &up, 0, NULL);
-  }
-  mlb_if_end(b, &diag, 0, NULL);
-  mlb_for_end(b, &el, 0, NULL);
+  mlb_for_end(b, &dg, 0, NULL);
 }

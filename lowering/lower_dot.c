@@ -186,7 +186,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
   MlirValue active = mlb_cmpi(b, "ult", warp, mlb_i32(b, wm * wn));
   MlbIf guard;
   mlb_if_begin(b, &guard, active, 0, NULL);
-  MlirValue out_base = mlb_i32(b, out->offset);
+  MlirValue out_base = out->epilogue ? mlb_i32(b, 0) : mlb_i32(b, out->offset);
   MlirValue g = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4));
   MlirValue t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
   for (int pm = 0; pm < mt; pm += mtp)
@@ -234,7 +234,13 @@ void lower_matmul(LK *L, const CirInst *mm) {
             Vals x = {.n = 2};
             x.v[0] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2);
             x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);
-            smem_store_vals(L, out_base, DT_F32, out->stride, row, col, x);
+            if (out->epilogue) { /* straight to the store that consumes it */
+              L->acc = (AccCtx){mm, {x.v[0], x.v[1]}, 2};
+              emit_store_at(L, out->epilogue, row, col, 2);
+              L->acc = (AccCtx){0};
+            } else {
+              smem_store_vals(L, out_base, DT_F32, out->stride, row, col, x);
+            }
           }
         }
     }

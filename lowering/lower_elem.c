@@ -468,6 +468,12 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
 
 Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W) {
   Home *h = home_of(L, v);
+  if (L->acc.mm == v) {
+    CAKE_ASSERT(W == L->acc.n);
+    Vals x = {.n = W};
+    for (int l = 0; l < W; l++) x.v[l] = L->acc.v[l];
+    return x;
+  }
   if (h->kind == H_SCALAR && h->emitted) return splat(h->scalar, W);
   if (h->kind == H_SMEM) {
     Vals x = smem_load_vals(L, home_base(L, v), h->sdt, h->stride, v->ty.rank == 2 ? r : mlb_i32(&L->b, 0),
@@ -573,6 +579,8 @@ static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, 
     }
   }
 }
+
+void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W) { store_fn(L, st, r, c, W, NULL); }
 
 void emit_store(LK *L, const CirInst *st) {
   int W = 1;

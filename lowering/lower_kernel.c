@@ -93,6 +93,8 @@ static int cheap_tree(LK *L, const CirInst *v, int depth) {
   return 1;
 }
 
+int home_is_cheap(LK *L, const CirInst *v) { return home_of(L, v)->kind == H_FUSED && cheap_tree(L, v, 0); }
+
 /* Does recomputing v cost a special-function instruction or a global load? */
 static int expensive_tree(LK *L, const CirInst *v) {
   if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV) return 1;
@@ -129,6 +131,10 @@ static void choose_homes(LK *L, const CirBlock *b) {
      * recompute it for every element. */
     h->kind = H_FUSED;
     if (in->nuses > 1 && !cheap_tree(L, in, 0)) h->kind = H_SMEM;
+    /* one special function over a stored tile is recomputed rather than stored twice over */
+    if (h->kind == H_SMEM && in->nuses == 2 && (in->op == OP_EXP || in->op == OP_EXP2) &&
+        home_of(L, in->args[0])->kind == H_SMEM)
+      h->kind = H_FUSED;
     if (in->ty.rank == 1 && expensive_tree(L, in)) h->kind = H_SMEM;
     if (h->kind == H_SMEM) set_smem(h, in->ty.dt, R, C);
   }
@@ -184,12 +190,25 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
 typedef struct Buf1 {
   int start, end, size, off;
   int *out; /* where to write the offset */
+  int id;   /* the instruction it belongs to (for CAKE_TRACE_PLAN) */
 } Buf1;
 
-static int cmp_buf(const void *x, const void *y) {
+/* Orders for first fit: by start (the program's own order), or largest and
+ * longest-lived first. Ties are broken by the original index, so every run
+ * gives the same plan. */
+static int cmp_start(const void *x, const void *y) {
   const Buf1 *a = x, *b = y;
   if (a->start != b->start) return a->start - b->start;
-  return b->size - a->size;
+  if (a->size != b->size) return b->size - a->size;
+  return a->off - b->off;
+}
+
+static int cmp_size(const void *x, const void *y) {
+  const Buf1 *a = x, *b = y;
+  if (a->size != b->size) return b->size - a->size;
+  if (a->end - a->start != b->end - b->start) return (b->end - b->start) - (a->end - a->start);
+  if (a->start != b->start) return a->start - b->start;
+  return a->off - b->off;
 }
 
 static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, int *out) {
@@ -197,7 +216,7 @@ static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, in
     *cap = *cap ? *cap * 2 : 64;
     *v = realloc(*v, sizeof(Buf1) * (size_t)*cap);
   }
-  (*v)[(*n)++] = (Buf1){start, end, (size + 127) & ~127, 0, out};
+  (*v)[(*n)++] = (Buf1){start, end, (size + 127) & ~127, 0, out, -1};
 }
 
 static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
@@ -228,13 +247,13 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       h->stage_dt[1] = DT_F32;
       h->stage_stride[1] = storage_stride(DT_F32, nn);
       add_buf(v, n, cap, p, p, 16 * h->stage_stride[1] * 4, &h->stage_off[1]);
-    } else { /* a' [C][K] and b' (the rows every block row needs), bf16 */
+    } else { /* a' (one block of rows) and b' (the rows before it), bf16 */
       int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
       for (int j = 3; j < 5; j++) {
         h->stage_dt[j] = DT_BF16;
         h->stage_stride[j] = storage_stride(DT_BF16, K);
       }
-      add_buf(v, n, cap, p, p, C * h->stage_stride[3] * 2, &h->stage_off[3]);
+      add_buf(v, n, cap, p, p, 16 * h->stage_stride[3] * 2, &h->stage_off[3]);
       add_buf(v, n, cap, p, p, (decay_bprime_rows(C) + 1) * h->stage_stride[4] * 2, &h->stage_off[4]);
     }
   }
@@ -244,16 +263,18 @@ static void collect_bufs(LK *L, const CirBlock *b, Buf1 **v, int *n, int *cap) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     Home *h = home_of(L, in);
+    int n0 = *n;
     if (h->kind == H_SMEM && in->op != OP_FORRES)
       add_buf(v, n, cap, h->start, h->end, h->bytes * h->nbufs, &h->offset);
     stage_bufs(L, in, v, n, cap);
+    for (int k = n0; k < *n; k++) (*v)[k].id = in->id;
     if (in->body) collect_bufs(L, in->body, v, n, cap);
   }
 }
 
-/* First fit over live ranges; a buffer is reused only after its last reader. */
-static int allocate(Buf1 *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_buf);
+/* First fit over live ranges in the given order; a buffer is reused only
+ * after its last reader. Returns the bytes used. */
+static int first_fit(Buf1 *v, int n) {
   int top = 0;
   for (int i = 0; i < n; i++) {
     int off = 0;
@@ -270,10 +291,23 @@ static int allocate(Buf1 *v, int n) {
       }
     }
     v[i].off = off;
-    *v[i].out = off;
     if (off + v[i].size > top) top = off + v[i].size;
   }
   return top;
+}
+
+/* Both orders are tried; the smaller plan wins. */
+static int allocate(Buf1 *v, int n) {
+  Buf1 *w = malloc(sizeof(Buf1) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) v[i].off = i;
+  memcpy(w, v, sizeof(Buf1) * (size_t)n);
+  qsort(v, (size_t)n, sizeof *v, cmp_start);
+  qsort(w, (size_t)n, sizeof *w, cmp_size);
+  int a = first_fit(v, n), b = first_fit(w, n);
+  if (b < a) memcpy(v, w, sizeof(Buf1) * (size_t)n);
+  for (int i = 0; i < n; i++) *v[i].out = v[i].off;
+  free(w);
+  return a < b ? a : b;
 }
 
 /* Second thoughts on homes, once every value has one:
@@ -292,6 +326,55 @@ static void count_operand_uses(LK *L, const CirBlock *b, int *uses) {
       int trans;
       uses[operand_source(in->args[j], &trans)->id]++;
     }
+  }
+}
+
+/* The one matmul a store's value depends on through single-use elementwise
+ * steps of the same shape, or NULL. Every other leaf must come before it. */
+static const CirInst *epilogue_matmul(LK *L, const CirInst *v, const CirType *shape, int *count) {
+  if (v->op == OP_MATMUL) {
+    if (v->nuses != 1 || v->ty.rank != 2 || v->ty.shape[0] != shape->shape[0] || v->ty.shape[1] != shape->shape[1])
+      return NULL;
+    ++*count;
+    return v;
+  }
+  Home *h = home_of(L, v);
+  if (h->kind != H_FUSED || !op_is_elementwise(v->op) || v->nuses != 1) return NULL;
+  const CirInst *found = NULL;
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *m = epilogue_matmul(L, v->args[j], shape, count);
+    if (m && (!found || L->pos[m->id] > L->pos[found->id])) found = m;
+  }
+  return found;
+}
+
+static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirInst *skip) {
+  if (v == skip) return 1;
+  if (home_of(L, v)->kind != H_FUSED) return L->pos[v->id] < L->pos[mm->id];
+  for (int j = 0; j < v->nargs; j++)
+    if (!defined_before(L, v->args[j], mm, skip)) return 0;
+  for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+    if (v->index[j].v && L->pos[v->index[j].v->id] >= L->pos[mm->id]) return 0;
+  return 1;
+}
+
+static void plan_epilogues(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *st = b->insts[i];
+    if (st->body) plan_epilogues(L, st->body);
+    if (st->op != OP_STORE || st->ty.rank != 2 || st->tensor->optional) continue;
+    /* with several matmuls in the value, the last one writes the store;
+     * the others are read from shared memory */
+    int count = 0;
+    const CirInst *mm = epilogue_matmul(L, st->args[0], &st->ty, &count);
+    if (!mm || home_of(L, mm)->depth != home_of(L, st)->depth) continue;
+    int ok = defined_before(L, st->args[0], mm, mm);
+    for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+      if (st->index[j].v && L->pos[st->index[j].v->id] >= L->pos[mm->id]) ok = 0;
+    if (!ok) continue;
+    home_of(L, mm)->epilogue = st;
+    home_of(L, mm)->kind = H_NONE;
+    home_of(L, st)->epilogue = mm;
   }
 }
 
@@ -352,11 +435,25 @@ static void plan_kernel(LK *L) {
   number_block(&P, &L->k->body, 0);
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);
+  plan_epilogues(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
   collect_bufs(L, &L->k->body, &bufs, &n, &cap);
   L->smem_bytes = allocate(bufs, n);
+  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: what is live where shared memory peaks */
+    int best = -1, top = 0;
+    for (int t = 0; t < P.next_pos; t++) {
+      int used = 0;
+      for (int k = 0; k < n; k++)
+        if (bufs[k].start <= t && t <= bufs[k].end && bufs[k].off + bufs[k].size > used) used = bufs[k].off + bufs[k].size;
+      if (used > top) top = used, best = t;
+    }
+    fprintf(stderr, "peak of kernel %s at position %d:", L->k->name, best);
+    for (int k = 0; k < n; k++)
+      if (bufs[k].start <= best && best <= bufs[k].end) fprintf(stderr, " %%%d:%d", bufs[k].id, bufs[k].size);
+    fprintf(stderr, "\n");
+  }
   if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: the shared-memory plan */
     fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
     for (int i = 0; i < L->nids; i++) {
@@ -526,7 +623,11 @@ static void emit_inst(LK *L, const CirInst *in) {
   lk_set_loc(L, in);
   if (h->async_mode != ASYNC_NONE) return; /* copied ahead of its use */
   switch (in->op) {
-    case OP_STORE: emit_store(L, in); mlb_barrier(&L->b); return;
+    case OP_STORE:
+      if (h->epilogue) return; /* written by its matmul */
+      emit_store(L, in);
+      mlb_barrier(&L->b);
+      return;
     case OP_FOR: emit_for(L, in); return;
     case OP_YIELD: case OP_CHUNKVAR: case OP_CARRY: return;
     case OP_FORRES: {
@@ -549,6 +650,11 @@ static void emit_inst(LK *L, const CirInst *in) {
     h->scalar = eval_scalar(L, in);
     h->emitted = 1;
     if (in->op == OP_GRIDVAR && L->k->axes[in->axis].kind == GA_CHUNKS) load_chunk(L, in, h->scalar);
+    return;
+  }
+  if (in->op == OP_MATMUL && h->epilogue) {
+    lower_matmul(L, in);
+    mlb_barrier(&L->b);
     return;
   }
   if (h->kind != H_SMEM) return;

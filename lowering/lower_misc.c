@@ -7,7 +7,7 @@
 /* Operands read at random positions (solve, decay) must be in shared memory. */
 int needs_f32_stage(LK *L, const CirInst *src) {
   Home *h = home_of(L, src);
-  return h->kind != H_SMEM;
+  return h->kind != H_SMEM && !home_is_cheap(L, src); /* cheap values are recomputed where read */
 }
 
 /* Shared-memory view of an operand: its own home or its staged f32 copy. */
@@ -16,14 +16,17 @@ typedef struct View {
   DType sdt;
   int stride;
   DType dt;
+  const CirInst *fused; /* recomputed at each read instead */
 } View;
 
 static View view(LK *L, const CirInst *op, int which) {
   Home *oh = home_of(L, op);
   const CirInst *src = op->args[which];
-  View v;
+  View v = {0};
   v.dt = src->ty.dt;
-  if (needs_f32_stage(L, src)) {
+  if (home_is_cheap(L, src)) {
+    v.fused = src;
+  } else if (needs_f32_stage(L, src)) {
     v.base = mlb_i32(&L->b, oh->stage_off[which]);
     v.sdt = DT_F32;
     v.stride = oh->stage_stride[which];
@@ -38,6 +41,10 @@ static View view(LK *L, const CirInst *op, int which) {
 }
 
 static MlirValue view_get(LK *L, const View *v, MlirValue r, MlirValue c) {
+  if (v->fused) {
+    MlirValue e = eval(L, v->fused, r, c, 1).v[0];
+    return v->dt == DT_I32 ? mlb_cast(&L->b, "arith.sitofp", e, L->b.f32) : e;
+  }
   Vals x = smem_load_vals(L, v->base, v->sdt, v->stride, r, c, 1);
   MlirValue e = x.v[0];
   if (v->sdt == DT_BF16 || v->sdt == DT_F16) e = mlb_cast(&L->b, "arith.extf", e, L->b.f32);
@@ -92,7 +99,50 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
   mlb_for_end(b, &lines, 0, NULL);
 }
 
-void lower_reduce(LK *L, const CirInst *in) { line_loop(L, in, 0); }
+static MlirValue shuffle_xor(LK *L, MlirValue x, int offset) {
+  Mlb *b = &L->b;
+  MlirValue ops[3] = {x, mlb_i32(b, offset), mlb_i32(b, 32)};
+  MlirNamedAttribute na = mlb_named(b, "mode", mlb_attr(b, "#gpu<shuffle_mode xor>"));
+  MlirType rt[2] = {mlirValueGetType(x), b->i1};
+  return mlb_res(mlb_op(b, "gpu.shuffle", 2, rt, 3, ops, 1, &na), 0);
+}
+
+/* A reduction along rows of contiguous elements: one warp per line, each
+ * lane summing every 32nd element in order, then a fixed butterfly across
+ * the lanes (the same order on every run). */
+static void warp_reduce(LK *L, const CirInst *in) {
+  Mlb *b = &L->b;
+  const CirInst *src = in->args[0];
+  int R = rows_of(src->ty), C = cols_of(src->ty);
+  int is_max = in->op == OP_AMAX;
+  MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
+  MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
+  MlbFor lines;
+  mlb_for_begin(b, &lines, warp, mlb_i32(b, R), mlb_i32(b, L->nthreads / 32), 0, NULL);
+  MlirValue line = lines.iv;
+  MlirValue acc = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
+  for (int k = 0; k < C / 32; k++) {
+    MlirValue x = line_elem(L, src, 0, line, mlb_add(b, lane, mlb_i32(b, 32 * k)));
+    acc = is_max ? mlb_bin(b, "arith.maximumf", acc, x) : mlb_bin(b, "arith.addf", acc, x);
+  }
+  for (int off = 16; off >= 1; off /= 2) {
+    MlirValue y = shuffle_xor(L, acc, off);
+    acc = is_max ? mlb_bin(b, "arith.maximumf", acc, y) : mlb_bin(b, "arith.addf", acc, y);
+  }
+  MlbIf first;
+  mlb_if_begin(b, &first, mlb_cmpi(b, "eq", lane, mlb_i32(b, 0)), 0, NULL);
+  put(L, in, mlb_i32(b, 0), in->ty.rank == 0 ? mlb_i32(b, 0) : line, acc);
+  mlb_if_else(b, &first, 0, NULL);
+  mlb_if_end(b, &first, 0, NULL);
+  mlb_for_end(b, &lines, 0, NULL);
+}
+
+void lower_reduce(LK *L, const CirInst *in) {
+  const CirInst *src = in->args[0];
+  int contiguous = src->ty.rank == 1 || in->axis == 1;
+  if (contiguous && cols_of(src->ty) % 32 == 0 && cols_of(src->ty) <= 1024) warp_reduce(L, in);
+  else line_loop(L, in, 0);
+}
 void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
 
 /* T = (I + tril(A, -1))^-1 for n a multiple of 16, blocked:

@@ -14,6 +14,7 @@ case "${1:-}" in
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake 2>/dev/null) --arch=sm_90a -o .carry/package
     cp build/gpu/* .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
+    build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
     du -sh .carry
@@ -38,5 +39,10 @@ case "${1:-}" in
     python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
-  *) echo "usage: $0 prepare | run [--seed N] [--quick] | bench [bench_kda.py options]" >&2; exit 2 ;;
+  parts)
+    shift
+    PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
+      --program kda_prep_parts "$@"
+    ;;
+  *) echo "usage: $0 prepare | run [--seed N] [--quick] | bench [bench_kda.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

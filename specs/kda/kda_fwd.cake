@@ -77,15 +77,16 @@ kernel prep over (c in chunks, h in H) threads 256 {
   } else {
     b = load beta[c, h] as f32
   }
+  // the query side first: q is then dead for the rest of the stage
+  eg = exp(G)
+  store qg[c, h, :] = (qn * eg * scale) as bf16
+  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
   A  = tril(decay_dot(kn, kn, G), -1) * b[:, None]
   Ti = unit_lower_inv(A) as bf16
-  eg = exp(G)
   store w[c, h, :] = (Ti @ ((kn * eg * b[:, None]) as bf16)) as bf16
   store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
-  store qg[c, h, :] = (qn * eg * scale) as bf16
   gl = G[C - 1, :]
   store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
-  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
   store gx[c, h, :] = exp(gl)
 }
 
