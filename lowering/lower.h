@@ -42,6 +42,8 @@ typedef struct Home {
                               store: the matmul that emits it */
   int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
                        ASYNC_PREFETCH (a scan's next chunk, during the current one) */
+  int refill_after; /* ASYNC_PREFETCH: the body position of the last read; the next
+                       chunk's copy into the (single) buffer is issued after it */
   /* staging buffers for matmul / solve / decay operands (planned per use) */
   int stage_off[5];
   int stage_stride[5];
@@ -84,6 +86,10 @@ typedef struct LK {
   int smem_bytes;
   int failed;
   AccCtx acc;
+  /* the scan being emitted: where prefetched loads refill for the next chunk */
+  const CirBlock *scan_body;
+  const CirInst *scan_cv;
+  MlirValue scan_next, scan_has_next;
 } LK;
 
 /* lower_kernel.c */

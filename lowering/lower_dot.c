@@ -173,11 +173,11 @@ void lower_matmul(LK *L, const CirInst *mm) {
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
   warp_grid(nw, m16, n8, &wm, &wn);
   int mt = m16 / wm, nt = n8 / wn;
-  /* at most 16 tiles (64 accumulators per thread) in flight per pass */
+  /* at most 8 tiles (32 accumulators per thread) in flight per pass */
   int ntp = nt;
-  while (mt * ntp > 16 && ntp % 2 == 0) ntp /= 2;
+  while (mt * ntp > 8 && ntp % 2 == 0) ntp /= 2;
   int mtp = mt;
-  while (mtp * ntp > 16 && mtp % 2 == 0) mtp /= 2;
+  while (mtp * ntp > 8 && mtp % 2 == 0) mtp /= 2;
 
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));

@@ -496,7 +496,7 @@ MlirValue eval_scalar(LK *L, const CirInst *v) {
 
 int tile_width(const CirInst *v) {
   int C = cols_of(v->ty);
-  for (int w = MAX_W; w > 1; w /= 2)
+  for (int w = 4; w > 1; w /= 2)
     if (C % w == 0) return w;
   return 1;
 }

@@ -177,6 +177,7 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
       for (int j = 0; j < in->body->len; j++) {
         const CirInst *c = in->body->insts[j];
         Home *ch = home_of(L, c);
+        if (ch->async_mode == ASYNC_PREFETCH) ch->refill_after = ch->end; /* its last read */
         if (c->op == OP_CARRY || ch->async_mode == ASYNC_PREFETCH) {
           ch->start = p;
           if (end > ch->end) ch->end = end;
@@ -367,7 +368,8 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
      * the others are read from shared memory */
     int count = 0;
     const CirInst *mm = epilogue_matmul(L, st->args[0], &st->ty, &count);
-    if (!mm || home_of(L, mm)->depth != home_of(L, st)->depth) continue;
+    /* only in scans, where latency rules: elsewhere the registers it needs cost occupancy */
+    if (!mm || home_of(L, mm)->depth != home_of(L, st)->depth || home_of(L, st)->depth == 0) continue;
     int ok = defined_before(L, st->args[0], mm, mm);
     for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
       if (st->index[j].v && L->pos[st->index[j].v->id] >= L->pos[mm->id]) ok = 0;
@@ -375,6 +377,51 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
     home_of(L, mm)->epilogue = st;
     home_of(L, mm)->kind = H_NONE;
     home_of(L, st)->epilogue = mm;
+  }
+}
+
+static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
+  if (v == carry) return 1;
+  if (home_of(L, v)->kind != H_FUSED) return 0;
+  for (int j = 0; j < v->nargs; j++)
+    if (fused_reads(L, v->args[j], carry)) return 1;
+  return 0;
+}
+
+/* Does the fused value v read `carry` only at the element it is evaluated
+ * at? Then a scan can write v over the carry in place. */
+static int reads_in_place(LK *L, const CirInst *v, const CirInst *carry) {
+  if (v == carry) return 1;
+  const Home *h = home_of(L, v);
+  if (h->kind != H_FUSED) return 1; /* stored elsewhere, or a register: no read of the carry now */
+  if (!op_is_elementwise(v->op) || cake_ops[v->op].kind == OK_MASK) {
+    /* a load or a layout change: fine unless it reads the carry (through fused values) */
+    for (int j = 0; j < v->nargs; j++)
+      if (fused_reads(L, v->args[j], carry)) return 0;
+    return 1;
+  }
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *a = v->args[j];
+    if (a == carry && (a->ty.rank != v->ty.rank || a->ty.shape[0] != v->ty.shape[0] || a->ty.shape[1] != v->ty.shape[1]))
+      return 0; /* broadcast: other elements read */
+    if (!reads_in_place(L, a, carry)) return 0;
+  }
+  return 1;
+}
+
+static void plan_in_place_carries(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *f = b->insts[i];
+    if (f->op != OP_FOR) continue;
+    const CirInst *y = f->body->insts[f->body->len - 1];
+    for (int j = 0; j < f->body->len; j++) {
+      const CirInst *c = f->body->insts[j];
+      if (c->op != OP_CARRY) continue;
+      /* every yield value must be in place with respect to this carry (they are written one after another) */
+      int ok = 1;
+      for (int k = 0; k < y->nargs; k++) ok &= reads_in_place(L, y->args[k], c) && y->args[k] != c;
+      if (ok) home_of(L, c)->nbufs = 1;
+    }
   }
 }
 
@@ -418,10 +465,7 @@ static void refine_homes(LK *L, const CirBlock *b) {
     if (in->op != OP_LOAD || !async_candidate(L, in)) continue;
     if (h->depth == 1) {
       if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
-      if (h->kind == H_SMEM) {
-        h->async_mode = ASYNC_PREFETCH;
-        h->nbufs = 2;
-      }
+      if (h->kind == H_SMEM) h->async_mode = ASYNC_PREFETCH; /* one buffer, refilled after its last read */
     } else if (h->depth == 0 && h->kind == H_SMEM) {
       h->async_mode = ASYNC_HOIST;
     }
@@ -435,7 +479,8 @@ static void plan_kernel(LK *L) {
   number_block(&P, &L->k->body, 0);
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);
-  plan_epilogues(L, &L->k->body);
+  if (!getenv("CAKE_NO_EPILOGUE")) plan_epilogues(L, &L->k->body); /* the env var: a developer aid */
+  plan_in_place_carries(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
@@ -491,10 +536,16 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
 
 static void emit_block(LK *L, const CirBlock *blk);
 
-/* Copy the prefetched tiles of chunk `chunk` into buffer `phase` (0 or 1):
- * the scan's chunk index and chunk rows stand for that chunk meanwhile. */
-static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, MlirValue phase) {
-  Mlb *b = &L->b;
+/* Copy the prefetched tiles of chunk `chunk` (all of them when at < 0, else
+ * those whose last read is at body position `at`) into their buffers: the
+ * scan's chunk index and chunk rows stand for that chunk meanwhile. */
+static int emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at) {
+  int any = 0;
+  for (int i = 0; i < body->len; i++) {
+    const Home *h = home_of(L, body->insts[i]);
+    any |= h->async_mode == ASYNC_PREFETCH && (at < 0 || h->refill_after == at);
+  }
+  if (!any) return 0;
   Home *ch = home_of(L, cv);
   Home saved_home = *ch;
   ChunkInfo saved = L->chunks[cv->id];
@@ -504,12 +555,32 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
   for (int i = 0; i < body->len; i++) {
     const CirInst *in = body->insts[i];
     Home *h = home_of(L, in);
-    if (h->async_mode != ASYNC_PREFETCH) continue;
+    if (h->async_mode != ASYNC_PREFETCH || (at >= 0 && h->refill_after != at)) continue;
     lk_set_loc(L, in);
-    async_copy(L, in, mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes))));
+    async_copy(L, in, mlb_i32(&L->b, h->offset));
   }
   *ch = saved_home;
   L->chunks[cv->id] = saved;
+  return 1;
+}
+
+/* After the last read of some prefetched tiles: their next chunk's copy. */
+static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
+  if (!L->scan_body) return;
+  Mlb *b = &L->b;
+  int at = L->pos[after->id], any = 0;
+  for (int i = 0; i < L->scan_body->len; i++) {
+    const Home *h = home_of(L, L->scan_body->insts[i]);
+    any |= h->async_mode == ASYNC_PREFETCH && h->refill_after == at;
+  }
+  if (!any) return;
+  if (!barrier_done) mlb_barrier(b); /* every thread is done reading the buffer */
+  MlbIf more;
+  mlb_if_begin(b, &more, L->scan_has_next, 0, NULL);
+  emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_next, at);
+  mlb_if_else(b, &more, 0, NULL);
+  mlb_if_end(b, &more, 0, NULL);
+  async_commit(L);
 }
 
 static void emit_for(LK *L, const CirInst *f) {
@@ -540,7 +611,7 @@ static void emit_for(LK *L, const CirInst *f) {
     MlirValue first = f->reverse ? mlb_bin(b, "arith.subi", hi, one) : lo;
     MlbIf any;
     mlb_if_begin(b, &any, mlb_cmpi(b, "sgt", count, zero), 0, NULL);
-    emit_prefetch(L, body, cv, first, zero);
+    emit_prefetch(L, body, cv, first, -1);
     mlb_if_else(b, &any, 0, NULL);
     mlb_if_end(b, &any, 0, NULL);
     async_commit(L);
@@ -554,15 +625,13 @@ static void emit_for(LK *L, const CirInst *f) {
                                : mlb_add(b, lo, step);
   MlirValue other = mlb_bin(b, "arith.subi", one, phase);
   if (prefetch) {
-    /* the next chunk's tiles into the other buffers while this one runs */
-    MlirValue next = f->reverse ? mlb_bin(b, "arith.subi", chunk, one) : mlb_add(b, chunk, one);
-    MlbIf more;
-    mlb_if_begin(b, &more, mlb_cmpi(b, "slt", mlb_add(b, step, one), count), 0, NULL);
-    emit_prefetch(L, body, cv, next, other);
-    mlb_if_else(b, &more, 0, NULL);
-    mlb_if_end(b, &more, 0, NULL);
-    async_commit(L);
-    async_wait(L, 1); /* all but the group just issued: this chunk's tiles */
+    /* this chunk's tiles have landed; the next chunk's are issued as their
+     * buffers are read for the last time (emit_refill) */
+    L->scan_body = body;
+    L->scan_cv = cv;
+    L->scan_next = f->reverse ? mlb_bin(b, "arith.subi", chunk, one) : mlb_add(b, chunk, one);
+    L->scan_has_next = mlb_cmpi(b, "slt", mlb_add(b, step, one), count);
+    async_wait(L, 0);
     mlb_barrier(b);
   }
   const CirInst *yield = NULL;
@@ -573,8 +642,9 @@ static void emit_for(LK *L, const CirInst *f) {
       h->scalar = chunk;
       h->emitted = 1;
       load_chunk(L, c, chunk);
-    } else if (c->op == OP_CARRY || h->async_mode == ASYNC_PREFETCH) {
-      h->dyn = mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
+    } else if (c->op == OP_CARRY) {
+      h->dyn = h->nbufs == 1 ? mlb_i32(b, h->offset)
+                             : mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
     } else if (c->op == OP_YIELD) {
       yield = c;
     }
@@ -586,10 +656,13 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     if (c->op != OP_CARRY) continue;
     Home *h = home_of(L, c);
-    MlirValue dst = mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, other, mlb_i32(b, h->bytes)));
+    MlirValue dst = h->nbufs == 1 ? mlb_i32(b, h->offset)
+                                  : mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, other, mlb_i32(b, h->bytes)));
     materialize_to(L, yield->args[c->axis], dst, h->sdt, h->stride, 0);
   }
   mlb_barrier(b);
+  emit_refill(L, yield, 1);
+  L->scan_body = NULL;
   mlb_for_end(b, &loop, 1, &other);
   MlirValue final_phase = mlb_res(loop.op, 0);
   /* the scan's results alias the carry buffers holding the last values */
@@ -597,7 +670,8 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     if (c->op != OP_CARRY) continue;
     Home *ch = home_of(L, c);
-    ch->dyn = mlb_add(b, mlb_i32(b, ch->offset), mlb_mul(b, final_phase, mlb_i32(b, ch->bytes)));
+    ch->dyn = ch->nbufs == 1 ? mlb_i32(b, ch->offset)
+                             : mlb_add(b, mlb_i32(b, ch->offset), mlb_mul(b, final_phase, mlb_i32(b, ch->bytes)));
   }
 }
 
@@ -679,6 +753,12 @@ static void emit_block(LK *L, const CirBlock *blk) {
       hoisted = 1;
     }
     emit_inst(L, in);
+    if (blk != &L->k->body && in->op != OP_YIELD) {
+      const Home *h = home_of(L, in);
+      int barrier_done = in->op == OP_STORE || (h->kind == H_SMEM && h->async_mode == ASYNC_NONE) ||
+                         (in->op == OP_MATMUL && h->epilogue);
+      emit_refill(L, in, barrier_done);
+    }
   }
   if (!hoisted) emit_hoisted(L, blk);
 }
