@@ -383,7 +383,18 @@ int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
     kb->note = strdup(note);
     return 0;
   }
-  return run_ptxas(be, diag, kb);
+  if (run_ptxas(be, diag, kb)) return -1;
+  /* Two blocks per SM cap the registers at half the file; when that spills,
+   * one block per SM (and the full register file) is the better trade. */
+  char *two = strstr(kb->ptx, ".minnctapersm 2");
+  if (kb->spill_bytes > 0 && two) {
+    two[strlen(".minnctapersm ")] = '1';
+    free(kb->cubin);
+    kb->cubin = NULL;
+    kb->registers = kb->spill_bytes = kb->stack_bytes = 0;
+    return run_ptxas(be, diag, kb);
+  }
+  return 0;
 }
 
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,

@@ -38,8 +38,9 @@ typedef struct Home {
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* scan nesting of the definition */
-  const CirInst *epilogue; /* matmul: the store it feeds directly from its accumulators;
-                              store: the matmul that emits it */
+  const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
+                              straight from its accumulators; those: their matmul */
+  const CirInst *epilogue_carry; /* matmul writing a yielded value: the carry it updates */
   int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
                        ASYNC_PREFETCH (a scan's next chunk, during the current one) */
   int refill_after; /* ASYNC_PREFETCH: the body position of the last read; the next
@@ -104,6 +105,9 @@ Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W);
 MlirValue eval_scalar(LK *L, const CirInst *v);
 int tile_width(const CirInst *v);
 typedef void (*TileFn)(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *ctx);
+/* Items g = tid, tid + threads, ... below total; unrolled when each thread has at most 16. */
+typedef void (*StridedFn)(LK *L, MlirValue g, void *ctx);
+void strided_loop(LK *L, int total, StridedFn fn, void *ctx);
 void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx);
 void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, Vals x);
 Vals smem_load_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W);
@@ -113,6 +117,8 @@ void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 void emit_store(LK *L, const CirInst *st);
 /* The elements (r, c .. c + W - 1) of a store, as part of a matmul's epilogue. */
 void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W);
+/* The elements (r, c .. c + W - 1) of v, computed from its operands, written to a shared tile. */
+void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W);
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);

@@ -28,33 +28,41 @@ int async_candidate(LK *L, const CirInst *in) {
   return 1;
 }
 
-void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
+typedef struct CopyCtx {
+  const CirInst *in;
+  MlirValue dst_base, base;
+  int eb, per, ppr, R;
+} CopyCtx;
+
+static void copy_item(LK *L, MlirValue g, void *vctx) {
   Mlb *b = &L->b;
-  const CirTensor *t = in->tensor;
-  Home *h = home_of(L, in);
-  int eb = dtype_bytes(t->dtype), per = 16 / eb;
-  int R = rows_of(in->ty), C = cols_of(in->ty), ppr = C / per;
-  MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
-  MlbFor f;
-  mlb_for_begin(b, &f, L->tid, mlb_i32(b, R * ppr), mlb_i32(b, L->nthreads), 0, NULL);
-  MlirValue r = R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", f.iv, mlb_i32(b, ppr));
-  MlirValue c = mlb_mul(b, mlb_bin(b, "arith.remui", f.iv, mlb_i32(b, ppr)), mlb_i32(b, per));
+  CopyCtx *x = vctx;
+  Home *h = home_of(L, x->in);
+  MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
+  MlirValue c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, x->ppr)), mlb_i32(b, x->per));
   MlirValue valid = (MlirValue){0};
-  MlirValue src = window_elem_ptr(L, in, r, c, per, &valid);
+  MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, &valid);
   MlirValue size = mlb_i32(b, 16);
   if (!mlirValueIsNull(valid)) {
-    src = mlb_select(b, valid, src, base); /* an address that exists; nothing is read from it */
+    src = mlb_select(b, valid, src, x->base); /* an address that exists; nothing is read from it */
     size = mlb_select(b, valid, size, mlb_i32(b, 0));
   }
   MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, h->stride)), c);
-  MlirValue dst = smem_ptr(L, mlb_add(b, dst_base, mlb_mul(b, idx, mlb_i32(b, eb))));
+  MlirValue dst = smem_ptr(L, mlb_add(b, x->dst_base, mlb_mul(b, idx, mlb_i32(b, x->eb))));
   MlirNamedAttribute na[2] = {
       mlb_named(b, "size", mlirIntegerAttrGet(b->i32, 16)),
       mlb_named(b, "modifier", mlb_attr(b, "#nvvm<load_cache_modifier cg>")),
   };
   MlirValue ops[3] = {dst, src, size};
   mlb_op(b, "nvvm.cp.async.shared.global", 0, NULL, 3, ops, 2, na);
-  mlb_for_end(b, &f, 0, NULL);
+}
+
+void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
+  const CirTensor *t = in->tensor;
+  int eb = dtype_bytes(t->dtype), per = 16 / eb;
+  CopyCtx x = {in, dst_base, L->args[abi_find(L->abi, ARG_TENSOR, t, 0)], eb, per, cols_of(in->ty) / per,
+               rows_of(in->ty)};
+  strided_loop(L, x.R * x.ppr, copy_item, &x);
 }
 
 void async_commit(LK *L) { mlb_op(&L->b, "nvvm.cp.async.commit.group", 0, NULL, 0, NULL, 0, NULL); }

@@ -234,9 +234,18 @@ void lower_matmul(LK *L, const CirInst *mm) {
             Vals x = {.n = 2};
             x.v[0] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2);
             x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);
-            if (out->epilogue) { /* straight to the store that consumes it */
+            if (out->epilogue) { /* straight to the consumer */
+              const CirInst *t = out->epilogue;
               L->acc = (AccCtx){mm, {x.v[0], x.v[1]}, 2};
-              emit_store_at(L, out->epilogue, row, col, 2);
+              if (t->op == OP_STORE) {
+                emit_store_at(L, t, row, col, 2);
+              } else if (out->epilogue_carry) { /* the carry's new value, in place */
+                Home *ch = home_of(L, out->epilogue_carry);
+                materialize_at(L, t, mlb_i32(b, ch->offset), ch->sdt, ch->stride, row, col, 2);
+              } else {
+                Home *th = home_of(L, t);
+                materialize_at(L, t, mlb_i32(b, th->offset), th->sdt, th->stride, row, col, 2);
+              }
               L->acc = (AccCtx){0};
             } else {
               smem_store_vals(L, out_base, DT_F32, out->stride, row, col, x);

@@ -501,23 +501,55 @@ int tile_width(const CirInst *v) {
   return 1;
 }
 
-void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx) {
+void strided_loop(LK *L, int total, StridedFn fn, void *ctx) {
   Mlb *b = &L->b;
-  int per_row = cols / W;
-  int total = rows * per_row;
-  MlbFor f;
-  mlb_for_begin(b, &f, L->tid, mlb_i32(b, total), mlb_i32(b, L->nthreads), 0, NULL);
-  MlirValue g = f.iv;
+  int NT = L->nthreads, iters = (total + NT - 1) / NT;
+  if (iters > 4) {
+    MlbFor f;
+    mlb_for_begin(b, &f, L->tid, mlb_i32(b, total), mlb_i32(b, NT), 0, NULL);
+    fn(L, f.iv, ctx);
+    mlb_for_end(b, &f, 0, NULL);
+    return;
+  }
+  /* Unrolled: every item's loads can be in flight together. */
+  for (int i = 0; i < iters; i++) {
+    MlirValue g = i ? mlb_add(b, L->tid, mlb_i32(b, i * NT)) : L->tid;
+    if ((i + 1) * NT <= total) {
+      fn(L, g, ctx);
+      continue;
+    }
+    MlbIf in;
+    mlb_if_begin(b, &in, mlb_cmpi(b, "ult", g, mlb_i32(b, total)), 0, NULL);
+    fn(L, g, ctx);
+    mlb_if_else(b, &in, 0, NULL);
+    mlb_if_end(b, &in, 0, NULL);
+  }
+}
+
+typedef struct TileLoopCtx {
+  const CirInst *v;
+  int per_row, W;
+  TileFn fn;
+  void *ctx;
+} TileLoopCtx;
+
+static void tile_item(LK *L, MlirValue g, void *vctx) {
+  Mlb *b = &L->b;
+  TileLoopCtx *t = vctx;
   MlirValue r, c;
-  if (per_row == 1) {
+  if (t->per_row == 1) {
     r = g;
     c = mlb_i32(b, 0);
   } else {
-    r = mlb_bin(b, "arith.divui", g, mlb_i32(b, per_row));
-    c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, per_row)), mlb_i32(b, W));
+    r = mlb_bin(b, "arith.divui", g, mlb_i32(b, t->per_row));
+    c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, t->per_row)), mlb_i32(b, t->W));
   }
-  fn(L, v, r, c, W, ctx);
-  mlb_for_end(b, &f, 0, NULL);
+  t->fn(L, t->v, r, c, t->W, t->ctx);
+}
+
+void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx) {
+  TileLoopCtx t = {v, cols / W, W, fn, ctx};
+  strided_loop(L, rows * (cols / W), tile_item, &t);
 }
 
 typedef struct MatCtx {
@@ -581,6 +613,10 @@ static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, 
 }
 
 void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W) { store_fn(L, st, r, c, W, NULL); }
+
+void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W) {
+  smem_store_vals(L, base, sdt == DT_BOOL ? DT_I32 : sdt, stride, r, c, eval_fused(L, v, r, c, W));
+}
 
 void emit_store(LK *L, const CirInst *st) {
   int W = 1;

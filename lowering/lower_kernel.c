@@ -68,6 +68,14 @@ static void set_smem(Home *h, DType dt, int rows, int cols) {
   h->nbufs = 1;
 }
 
+static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
+  if (v == carry) return 1;
+  if (home_of(L, v)->kind != H_FUSED) return 0;
+  for (int j = 0; j < v->nargs; j++)
+    if (fused_reads(L, v->args[j], carry)) return 1;
+  return 0;
+}
+
 /* Operations worth recomputing rather than storing: a few ALU instructions. */
 static int cheap_op(CirOp op) {
   switch (cake_ops[op].kind) {
@@ -359,34 +367,84 @@ static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirI
   return 1;
 }
 
+/* The matmul a value `root` (evaluated as a whole, like a store's value or a
+ * yielded carry) can be written from, if any: see epilogue_matmul. */
+static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType *shape, int as_value) {
+  int count = 0;
+  const CirInst *mm = NULL;
+  if (as_value) { /* root is materialised itself: look at its operands */
+    for (int j = 0; j < root->nargs; j++) {
+      const CirInst *m = epilogue_matmul(L, root->args[j], shape, &count);
+      if (m && (!mm || L->pos[m->id] > L->pos[mm->id])) mm = m;
+    }
+  } else {
+    mm = epilogue_matmul(L, root, shape, &count);
+  }
+  if (!mm) return NULL;
+  if (as_value) {
+    for (int j = 0; j < root->nargs; j++)
+      if (!defined_before(L, root->args[j], mm, mm)) return NULL;
+  } else if (!defined_before(L, root, mm, mm)) {
+    return NULL;
+  }
+  return mm;
+}
+
+static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const CirInst *carry) {
+  Home *mh = home_of(L, mm);
+  mh->epilogue = target;
+  mh->epilogue_carry = carry;
+  mh->kind = H_NONE;
+  home_of(L, target)->epilogue = mm;
+}
+
+/* Matmuls whose result is only consumed elementwise by one store, one
+ * stored value or one carried value write that consumer straight from their
+ * accumulators: no f32 tile, no extra pass, no extra barrier. Only inside
+ * scans, where latency rules; elsewhere the registers it needs cost
+ * occupancy. With several matmuls in the value, the last one does it and
+ * the others are read from shared memory. */
 static void plan_epilogues(LK *L, const CirBlock *b) {
   for (int i = 0; i < b->len; i++) {
-    const CirInst *st = b->insts[i];
-    if (st->body) plan_epilogues(L, st->body);
-    if (st->op != OP_STORE || st->ty.rank != 2 || st->tensor->optional) continue;
-    /* with several matmuls in the value, the last one writes the store;
-     * the others are read from shared memory */
-    int count = 0;
-    const CirInst *mm = epilogue_matmul(L, st->args[0], &st->ty, &count);
-    /* only in scans, where latency rules: elsewhere the registers it needs cost occupancy */
-    if (!mm || home_of(L, mm)->depth != home_of(L, st)->depth || home_of(L, st)->depth == 0) continue;
-    int ok = defined_before(L, st->args[0], mm, mm);
-    for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
-      if (st->index[j].v && L->pos[st->index[j].v->id] >= L->pos[mm->id]) ok = 0;
-    if (!ok) continue;
-    home_of(L, mm)->epilogue = st;
-    home_of(L, mm)->kind = H_NONE;
-    home_of(L, st)->epilogue = mm;
+    const CirInst *in = b->insts[i];
+    if (in->body) plan_epilogues(L, in->body);
+    Home *h = home_of(L, in);
+    if (h->depth == 0) continue;
+    if (in->op == OP_STORE) {
+      if (in->ty.rank != 2 || in->tensor->optional) continue;
+      const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0);
+      int ok = mm != NULL;
+      for (int j = 0; ok && j < CIR_MAX_TENSOR_RANK; j++)
+        if (in->index[j].v && L->pos[in->index[j].v->id] >= L->pos[mm->id]) ok = 0;
+      if (ok) set_epilogue(L, mm, in, NULL);
+    } else if (h->kind == H_SMEM && h->async_mode == ASYNC_NONE && op_is_elementwise(in->op) && in->ty.rank == 2 &&
+               cake_ops[in->op].kind != OK_MASK) {
+      const CirInst *mm = epilogue_of_tree(L, in, &in->ty, 1);
+      if (mm) set_epilogue(L, mm, in, NULL);
+    } else if (in->op == OP_YIELD) {
+      const CirInst *f = in->parent;
+      for (int k = 0; k < in->nargs; k++) {
+        const CirInst *c = NULL;
+        for (int j = 0; j < f->body->len; j++)
+          if (f->body->insts[j]->op == OP_CARRY && f->body->insts[j]->axis == k) c = f->body->insts[j];
+        const CirInst *y = in->args[k];
+        if (!c || home_of(L, c)->nbufs != 1 || y->ty.rank != 2 || home_of(L, y)->kind != H_FUSED) continue;
+        const CirInst *mm = epilogue_of_tree(L, y, &y->ty, 0);
+        if (!mm || home_of(L, mm)->epilogue) continue;
+        /* writing the carry early: nothing after the matmul may read it, but the yield */
+        int ok = 1;
+        for (int j = 0; j < f->body->len && ok; j++) {
+          const CirInst *u = f->body->insts[j];
+          /* fused values are read where their consumers are; those are checked */
+          if (L->pos[u->id] <= L->pos[mm->id] || u == in || home_of(L, u)->kind == H_FUSED) continue;
+          for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], c);
+        }
+        if (ok) set_epilogue(L, mm, y, c);
+      }
+    }
   }
 }
 
-static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
-  if (v == carry) return 1;
-  if (home_of(L, v)->kind != H_FUSED) return 0;
-  for (int j = 0; j < v->nargs; j++)
-    if (fused_reads(L, v->args[j], carry)) return 1;
-  return 0;
-}
 
 /* Does the fused value v read `carry` only at the element it is evaluated
  * at? Then a scan can write v over the carry in place. */
@@ -479,8 +537,8 @@ static void plan_kernel(LK *L) {
   number_block(&P, &L->k->body, 0);
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);
-  if (!getenv("CAKE_NO_EPILOGUE")) plan_epilogues(L, &L->k->body); /* the env var: a developer aid */
   plan_in_place_carries(L, &L->k->body);
+  if (!getenv("CAKE_NO_EPILOGUE")) plan_epilogues(L, &L->k->body); /* the env var: a developer aid */
   live_ranges(&P, &L->k->body, 0);
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
@@ -656,6 +714,7 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     if (c->op != OP_CARRY) continue;
     Home *h = home_of(L, c);
+    if (home_of(L, yield->args[c->axis])->epilogue) continue; /* written by its matmul */
     MlirValue dst = h->nbufs == 1 ? mlb_i32(b, h->offset)
                                   : mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, other, mlb_i32(b, h->bytes)));
     materialize_to(L, yield->args[c->axis], dst, h->sdt, h->stride, 0);
@@ -731,7 +790,7 @@ static void emit_inst(LK *L, const CirInst *in) {
     mlb_barrier(&L->b);
     return;
   }
-  if (h->kind != H_SMEM) return;
+  if (h->kind != H_SMEM || h->epilogue) return; /* (written by its matmul) */
   switch (cake_ops[in->op].kind) {
     case OK_DOT: lower_matmul(L, in); break;
     case OK_REDUCE: lower_reduce(L, in); break;
@@ -844,13 +903,16 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   MlirBlock entry = mlirBlockCreate(abi->nargs, atypes, alocs);
   mlirRegionAppendOwnedBlock(freg, entry);
   int32_t block_size[3] = {k->threads, 1, 1};
-  /* one block per multiprocessor is enough: let ptxas use up to 255 registers */
+  /* Two blocks per multiprocessor when their shared memory fits (228 KB per
+   * SM, 1 KB reserved per block): ptxas then keeps registers within half the
+   * register file. Otherwise one block, with up to 255 registers. */
+  int per_sm = 2 * (L->smem_bytes + 1024) <= 233472 ? 2 : 1;
   MlirNamedAttribute fa[5] = {
       mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(symbol))),
       mlb_named(b, "function_type", mlirTypeAttrGet(fty)),
       mlb_named(b, "gpu.kernel", mlirUnitAttrGet(ctx)),
       mlb_named(b, "known_block_size", mlirDenseI32ArrayGet(ctx, 3, block_size)),
-      mlb_named(b, "nvvm.minctasm", mlirIntegerAttrGet(b->i32, 1)),
+      mlb_named(b, "nvvm.minctasm", mlirIntegerAttrGet(b->i32, per_sm)),
   };
   MlirOperationState fs = mlirOperationStateGet(mlirStringRefCreateFromCString("gpu.func"), b->loc);
   mlirOperationStateAddAttributes(&fs, 5, fa);
