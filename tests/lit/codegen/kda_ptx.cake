@@ -10,7 +10,7 @@
 // SM103: .target sm_103a
 // SM107: .target sm_100f
 // CHECK: .maxntid 256, 1, 1
-// CHECK-DAG: cp.async.cg.shared.global
+// SM90-DAG: cp.async.cg.shared.global
 // CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-DAG: ex2.approx.f32
