@@ -138,7 +138,25 @@ static void choose_homes(LK *L, const CirBlock *b) {
      * is stored when it is costly, since a tile that broadcasts it would
      * recompute it for every element. */
     h->kind = H_FUSED;
-    if (in->nuses > 1 && !cheap_tree(L, in, 0)) h->kind = H_SMEM;
+    if (in->nuses > 1 && !cheap_tree(L, in, 0)) {
+      /* a cheap op over a load (say, a conversion): store the load instead, it is smaller */
+      int only_loads = cheap_op(in->op);
+      for (int j = 0; j < in->nargs && only_loads; j++) {
+        const CirInst *o = in->args[j];
+        const Home *oh = home_of(L, o);
+        only_loads = o->ty.rank == 0 || oh->kind == H_SMEM || oh->kind == H_SCALAR ||
+                     (o->op == OP_LOAD && oh->kind == H_FUSED) || (oh->kind == H_FUSED && cheap_tree(L, o, 1));
+      }
+      if (only_loads) {
+        for (int j = 0; j < in->nargs; j++) {
+          const CirInst *o = in->args[j];
+          Home *oh = home_of(L, o);
+          if (o->op == OP_LOAD && oh->kind == H_FUSED) set_smem(oh, o->ty.dt, rows_of(o->ty), cols_of(o->ty));
+        }
+      } else {
+        h->kind = H_SMEM;
+      }
+    }
     /* one special function over a stored tile is recomputed rather than stored twice over */
     if (h->kind == H_SMEM && in->nuses == 2 && (in->op == OP_EXP || in->op == OP_EXP2) &&
         home_of(L, in->args[0])->kind == H_SMEM)
