@@ -41,6 +41,10 @@ typedef struct Home {
   const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
                               straight from its accumulators; those: their matmul */
   const CirInst *epilogue_carry; /* matmul writing a yielded value: the carry it updates */
+  const CirInst *sum_with; /* epilogue matmul: a matmul of the same shape added to it (a + b) whose
+                              products go into the same accumulators; that one is not emitted */
+  const CirInst *sum_node; /* the `+` whose value the accumulators then hold */
+  const CirInst *summed_into; /* a matmul folded into another's accumulators */
   int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
                        ASYNC_PREFETCH (a scan's next chunk, during the current one) */
   int refill_after; /* ASYNC_PREFETCH: the body position of the last read; the next

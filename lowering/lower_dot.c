@@ -156,18 +156,36 @@ static void warp_grid(int nw, int m16, int n8, int *wm, int *wn) {
     }
 }
 
+/* One product of a (possibly summed) matmul: its operands and K. */
+typedef struct Term {
+  Operand A, B;
+  int K;
+  DType dt;
+} Term;
+
 void lower_matmul(LK *L, const CirInst *mm) {
   Mlb *b = &L->b;
   Home *out = home_of(L, mm);
-  int M = mm->ty.shape[0], N = mm->ty.shape[1], K = mm->args[0]->ty.shape[1];
-  if (M % 16 || N % 8 || K % 16) {
-    lk_error(L, mm, "tensor-core matmul needs M and K multiples of 16 and N a multiple of 8; got [%d, %d] @ [%d, %d]",
-             M, K, K, N);
-    return;
+  int M = mm->ty.shape[0], N = mm->ty.shape[1];
+  /* the matmuls summed into this one's accumulators (sum_with), then this one */
+  const CirInst *terms_of[4];
+  int nterms = 0;
+  for (const CirInst *t = out->sum_with; t && nterms < 3; t = home_of(L, t)->sum_with) terms_of[nterms++] = t;
+  terms_of[nterms++] = mm;
+  Term terms[4];
+  for (int t = 0; t < nterms; t++) {
+    const CirInst *m = terms_of[t];
+    int K = m->args[0]->ty.shape[1];
+    if (M % 16 || N % 8 || K % 16) {
+      lk_error(L, m, "tensor-core matmul needs M and K multiples of 16 and N a multiple of 8; got [%d, %d] @ [%d, %d]",
+               M, K, K, N);
+      return;
+    }
+    terms[t].K = K;
+    terms[t].dt = m->args[0]->ty.dt;
+    terms[t].A = prepare(L, m, 0);
+    terms[t].B = prepare(L, m, 1);
   }
-  DType dt = mm->args[0]->ty.dt;
-  Operand A = prepare(L, mm, 0);
-  Operand B = prepare(L, mm, 1);
   mlb_barrier(b);
 
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
@@ -196,7 +214,10 @@ void lower_matmul(LK *L, const CirInst *mm) {
       MlirValue init[64];
       for (int i = 0; i < nacc; i++) init[i] = zero;
       MlbFor kl;
-      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, 16), nacc, init);
+      for (int t = 0; t < nterms; t++) {
+      const Operand A = terms[t].A, B = terms[t].B;
+      DType dt = terms[t].dt;
+      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, terms[t].K), mlb_i32(b, 16), nacc, init);
       MlirValue k0 = kl.iv;
       MlirValue af[16][4], bf[16][4];
       for (int i = 0; i < mtp; i++) {
@@ -223,6 +244,8 @@ void lower_matmul(LK *L, const CirInst *mm) {
           for (int e = 0; e < 4; e++) acc[(i * ntp + j) * 4 + e] = mlb_extract(b, mlb_res(op, 0), e, b->f32);
         }
       mlb_for_end(b, &kl, nacc, acc);
+      for (int i = 0; i < nacc; i++) init[i] = mlb_res(kl.op, i); /* the next term adds on */
+      }
       /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
@@ -236,7 +259,8 @@ void lower_matmul(LK *L, const CirInst *mm) {
             x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);
             if (out->epilogue) { /* straight to the consumer */
               const CirInst *t = out->epilogue;
-              L->acc = (AccCtx){mm, {x.v[0], x.v[1]}, 2};
+              /* the accumulators hold the matmul, or the sum of matmuls it heads */
+              L->acc = (AccCtx){out->sum_node ? out->sum_node : mm, {x.v[0], x.v[1]}, 2};
               if (t->op == OP_STORE) {
                 emit_store_at(L, t, row, col, 2);
               } else if (out->epilogue_carry) { /* the carry's new value, in place */

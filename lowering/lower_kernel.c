@@ -189,6 +189,8 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     int p = L->pos[in->id];
+    const Home *ih = home_of(L, in);
+    if (ih->summed_into) p = L->pos[ih->summed_into->id]; /* its operands are read there */
     for (int j = 0; j < in->nargs; j++) {
       const CirInst *a = in->args[j];
       /* a value read inside a scan but defined outside stays live to the scan's end */
@@ -249,6 +251,7 @@ static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, in
 static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
   Home *h = home_of(L, in);
   int p = L->pos[in->id];
+  if (h->summed_into) p = L->pos[h->summed_into->id]; /* staged there */
   OpKind kind = cake_ops[in->op].kind;
   if (kind == OK_DOT) {
     for (int j = 0; j < 2; j++) {
@@ -408,12 +411,51 @@ static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType
   return mm;
 }
 
+/* In the fused tree of `v`, an `a + b` of mm and another matmul of mm's
+ * shape that is used only there: its products can go into mm's
+ * accumulators. Returns the `+`; *other is the other matmul. */
+static const CirInst *find_sum(LK *L, const CirInst *v, const CirInst *mm, const CirInst **other) {
+  if (home_of(L, v)->kind != H_FUSED && v != mm) return NULL;
+  if (v->op == OP_ADD && v->nargs == 2) {
+    for (int k = 0; k < 2; k++) {
+      const CirInst *x = v->args[k], *y = v->args[1 - k];
+      if (x == mm && y->op == OP_MATMUL && y->nuses == 1 && home_of(L, y)->kind == H_SMEM &&
+          home_of(L, y)->depth == home_of(L, mm)->depth && y->ty.shape[0] == mm->ty.shape[0] &&
+          y->ty.shape[1] == mm->ty.shape[1] && v->ty.rank == 2 && v->ty.shape[0] == mm->ty.shape[0] &&
+          v->ty.shape[1] == mm->ty.shape[1]) {
+        *other = y;
+        return v;
+      }
+    }
+  }
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *r = find_sum(L, v->args[j], mm, other);
+    if (r) return r;
+  }
+  return NULL;
+}
+
 static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const CirInst *carry) {
   Home *mh = home_of(L, mm);
   mh->epilogue = target;
   mh->epilogue_carry = carry;
   mh->kind = H_NONE;
   home_of(L, target)->epilogue = mm;
+  const CirInst *other = NULL;
+  const CirInst *root = target->op == OP_STORE ? target->args[0] : target;
+  const CirInst *sum = NULL;
+  if (root == target && target->op != OP_STORE && home_of(L, target)->kind == H_SMEM) {
+    for (int j = 0; j < target->nargs && !sum; j++) sum = find_sum(L, target->args[j], mm, &other);
+  } else {
+    sum = find_sum(L, root, mm, &other);
+  }
+  if (sum) {
+    mh->sum_with = other;
+    mh->sum_node = sum;
+    Home *oh = home_of(L, other);
+    oh->kind = H_NONE;
+    oh->summed_into = mm;
+  }
 }
 
 /* Matmuls whose result is only consumed elementwise by one store, one
@@ -803,6 +845,7 @@ static void emit_inst(LK *L, const CirInst *in) {
     if (in->op == OP_GRIDVAR && L->k->axes[in->axis].kind == GA_CHUNKS) load_chunk(L, in, h->scalar);
     return;
   }
+  if (in->op == OP_MATMUL && h->summed_into) return; /* computed with the matmul it is added to */
   if (in->op == OP_MATMUL && h->epilogue) {
     lower_matmul(L, in);
     mlb_barrier(&L->b);
