@@ -136,11 +136,25 @@ void async_commit(LK *L);
 void async_wait(LK *L, int pending);
 
 /* lower_dot.c */
+MlirValue ldmatrix_at(LK *L, MlirValue byte_off, int num, int trans);
+/* d = a b + c on tensor cores (m16n8k16, bf16 or f16 operands, f32 accumulators) */
+MlirOperation mma_sync(LK *L, DType dt, MlirValue a[4], MlirValue b[2], MlirValue c[4]);
 void lower_matmul(LK *L, const CirInst *in);
 const CirInst *operand_source(const CirInst *v, int *trans);
 int operand_needs_stage(LK *L, const CirInst *src);
 
 /* lower_misc.c */
+/* An operand read at random places (solve, decay): from shared memory (its
+ * own home or a staged copy) or recomputed where read when cheap. */
+typedef struct View {
+  MlirValue base;
+  DType sdt;
+  int stride;
+  DType dt;
+  const CirInst *fused;
+} View;
+View operand_view(LK *L, const CirInst *op, int which);
+Vals view_vals(LK *L, const View *v, MlirValue r, MlirValue c, int W); /* f32 lanes */
 void lower_reduce(LK *L, const CirInst *in);
 void lower_scan(LK *L, const CirInst *in);
 void lower_solve(LK *L, const CirInst *in);

@@ -19,41 +19,6 @@
 /* The staging area of a decay_dot: b' holds one block row's rows at a time. */
 int decay_bprime_rows(int C) { return C - 16; }
 
-typedef struct F32View {
-  MlirValue base;
-  DType sdt;
-  int stride;
-  const CirInst *fused; /* recomputed at each read instead */
-} F32View;
-
-static F32View operand_view(LK *L, const CirInst *op, int which) {
-  Home *oh = home_of(L, op);
-  const CirInst *src = op->args[which];
-  F32View v = {0};
-  if (home_is_cheap(L, src)) {
-    v.fused = src;
-  } else if (needs_f32_stage(L, src)) {
-    v.base = mlb_i32(&L->b, oh->stage_off[which]);
-    v.sdt = oh->stage_dt[which];
-    v.stride = oh->stage_stride[which];
-    materialize_to(L, src, v.base, v.sdt, v.stride, 0);
-  } else {
-    Home *h = home_of(L, src);
-    v.base = home_base(L, src);
-    v.sdt = h->sdt;
-    v.stride = h->stride;
-  }
-  return v;
-}
-
-static Vals get(LK *L, const F32View *v, MlirValue r, MlirValue c, int W) {
-  if (v->fused) return eval(L, v->fused, r, c, W);
-  Vals x = smem_load_vals(L, v->base, v->sdt, v->stride, r, c, W);
-  for (int i = 0; i < W; i++)
-    if (v->sdt == DT_BF16 || v->sdt == DT_F16) x.v[i] = mlb_cast(&L->b, "arith.extf", x.v[i], L->b.f32);
-  return x;
-}
-
 static MlirValue ex2e(LK *L, MlirValue d) { /* exp(d) */
   Mlb *b = &L->b;
   MlirValue x = mlb_bin(b, "arith.mulf", d, mlb_f32(b, 1.4426950408889634));
@@ -61,7 +26,7 @@ static MlirValue ex2e(LK *L, MlirValue d) { /* exp(d) */
 }
 
 typedef struct ScaleCtx {
-  F32View x, g;
+  View x, g;
   MlirValue out;
   int out_stride;
   int ref_block; /* b': the reference row is 16 * ref_block; a': -1 (own block) */
@@ -77,26 +42,13 @@ static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, v
   MlirValue ref = mlb_i32(b, 16 * s->ref_block);
   int is_a = s->row0 < 0;
   MlirValue src = is_a ? mlb_add(b, r, ref) : r;
-  Vals x = get(L, &s->x, src, c, W), gr = get(L, &s->g, src, c, W), gp = get(L, &s->g, ref, c, W);
+  Vals x = view_vals(L, &s->x, src, c, W), gr = view_vals(L, &s->g, src, c, W), gp = view_vals(L, &s->g, ref, c, W);
   Vals y = {.n = W};
   for (int i = 0; i < W; i++) {
     MlirValue d = is_a ? mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]) : mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
     y.v[i] = mlb_bin(b, "arith.mulf", x.v[i], ex2e(L, d));
   }
   smem_store_vals(L, s->out, DT_BF16, s->out_stride, r, c, y);
-}
-
-static MlirValue ldm(LK *L, MlirValue byte_off, int num) {
-  Mlb *b = &L->b;
-  MlirNamedAttribute na[4] = {
-      mlb_named(b, "num", mlirIntegerAttrGet(b->i32, num)),
-      mlb_named(b, "layout", mlb_attr(b, "#nvvm.mma_layout<row>")),
-      mlb_named(b, "shape", mlb_attr(b, "#nvvm.ld_st_matrix_shape<m = 8, n = 8>")),
-      mlb_named(b, "eltType", mlb_attr(b, "#nvvm.ld_st_matrix_elt_type<b16>")),
-  };
-  MlirValue p = smem_ptr(L, byte_off);
-  return mlb_op1(b, "nvvm.ldmatrix", mlb_type(b, num == 4 ? "!llvm.struct<(i32, i32, i32, i32)>" : "!llvm.struct<(i32, i32)>"),
-                 1, &p, 4, na);
 }
 
 static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValue col) {
@@ -113,9 +65,9 @@ void lower_decay(LK *L, const CirInst *in) {
     return;
   }
   int nb = C / 16;
-  F32View A = operand_view(L, in, 0);
-  F32View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
-  F32View G = operand_view(L, in, 2);
+  View A = operand_view(L, in, 0);
+  View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
+  View G = operand_view(L, in, 2);
   mlb_barrier(b);
   MlirValue ap = mlb_i32(b, h->stage_off[3]), bp = mlb_i32(b, h->stage_off[4]);
   int st = K + 8;
@@ -150,7 +102,7 @@ void lower_decay(LK *L, const CirInst *in) {
       /* A: row lane % 16 of a' (block I), column k0 + (lane / 16) * 8 */
       MlirValue arow = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16));
       MlirValue acol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
-      MlirValue as = ldm(L, boff(L, ap, st, arow, acol), 4);
+      MlirValue as = ldmatrix_at(L, boff(L, ap, st, arow, acol), 4, 0);
       MlirValue af[4];
       for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
       /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
@@ -159,27 +111,13 @@ void lower_decay(LK *L, const CirInst *in) {
       MlirValue brow = mlb_add(b, mlb_add(b, mlb_i32(b, row0 + 16 * J), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
                                mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
       MlirValue bcol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
-      MlirValue bs = ldm(L, boff(L, bp, st, brow, bcol), 4);
+      MlirValue bs = ldmatrix_at(L, boff(L, bp, st, brow, bcol), 4, 0);
       MlirValue bf[4];
       for (int e = 0; e < 4; e++) bf[e] = mlb_extract(b, bs, e, b->i32);
       MlirValue acc[8];
       for (int half = 0; half < 2; half++) {
-        MlirValue ops[10];
-        for (int e = 0; e < 4; e++) ops[e] = af[e];
-        ops[4] = bf[2 * half];
-        ops[5] = bf[2 * half + 1];
-        for (int e = 0; e < 4; e++) ops[6 + e] = kl.iter[half * 4 + e];
-        int32_t seg[3] = {4, 2, 4};
-        MlirNamedAttribute na[6] = {
-            mlb_named(b, "shape", mlb_attr(b, "#nvvm.shape<m = 16, n = 8, k = 16>")),
-            mlb_named(b, "layoutA", mlb_attr(b, "#nvvm.mma_layout<row>")),
-            mlb_named(b, "layoutB", mlb_attr(b, "#nvvm.mma_layout<col>")),
-            mlb_named(b, "multiplicandAPtxType", mlb_attr(b, "#nvvm.mma_type<bf16>")),
-            mlb_named(b, "multiplicandBPtxType", mlb_attr(b, "#nvvm.mma_type<bf16>")),
-            mlb_named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, seg)),
-        };
-        MlirType rt = mlb_type(b, "!llvm.struct<(f32, f32, f32, f32)>");
-        MlirOperation mma = mlb_op(b, "nvvm.mma.sync", 1, &rt, 10, ops, 6, na);
+        MlirValue bh[2] = {bf[2 * half], bf[2 * half + 1]};
+        MlirOperation mma = mma_sync(L, DT_BF16, af, bh, &kl.iter[half * 4]);
         for (int e = 0; e < 4; e++) acc[half * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
       }
       mlb_for_end(b, &kl, 8, acc);
@@ -238,7 +176,7 @@ void lower_decay(LK *L, const CirInst *in) {
     MlbFor sum;
     mlb_for_begin(b, &sum, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, VW), 1, &zero);
     MlirValue c = sum.iv;
-    Vals ar = get(L, &A, r, c, VW), bj = get(L, &B, j, c, VW), gr = get(L, &G, r, c, VW), gj = get(L, &G, j, c, VW);
+    Vals ar = view_vals(L, &A, r, c, VW), bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
     MlirValue acc = sum.iter[0];
     for (int i = 0; i < VW; i++) {
       MlirValue ex = ex2e(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));

@@ -49,7 +49,7 @@ static Operand prepare(LK *L, const CirInst *mm, int which) {
   return op;
 }
 
-static MlirValue ldmatrix(LK *L, MlirValue byte_off, int num, int trans) {
+MlirValue ldmatrix_at(LK *L, MlirValue byte_off, int num, int trans) {
   Mlb *b = &L->b;
   char ty[64];
   snprintf(ty, sizeof ty, num == 4 ? "!llvm.struct<(i32, i32, i32, i32)>" : "!llvm.struct<(i32, i32)>");
@@ -81,7 +81,7 @@ static void frag_a(LK *L, const Operand *a, MlirValue lane, MlirValue m0, MlirVa
                   mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
     col = mlb_add(b, m0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
   }
-  MlirValue s = ldmatrix(L, elem_off(L, a, row, col), 4, a->trans);
+  MlirValue s = ldmatrix_at(L, elem_off(L, a, row, col), 4, a->trans);
   for (int i = 0; i < 4; i++) out[i] = mlb_extract(b, s, i, b->i32);
 }
 
@@ -101,15 +101,15 @@ static void frag_b(LK *L, const Operand *o, MlirValue lane, MlirValue k0, MlirVa
   }
   if (!pair) {
     /* x2 reads the addresses of lanes 0-15 only: matrices q = 0, 1 */
-    MlirValue s = ldmatrix(L, elem_off(L, o, row, col), 2, !o->trans);
+    MlirValue s = ldmatrix_at(L, elem_off(L, o, row, col), 2, !o->trans);
     for (int i = 0; i < 2; i++) out[i] = mlb_extract(b, s, i, b->i32);
     return;
   }
-  MlirValue s = ldmatrix(L, elem_off(L, o, row, col), 4, !o->trans);
+  MlirValue s = ldmatrix_at(L, elem_off(L, o, row, col), 4, !o->trans);
   for (int i = 0; i < 4; i++) out[i] = mlb_extract(b, s, i, b->i32);
 }
 
-static MlirOperation mma(LK *L, DType dt, MlirValue a[4], MlirValue bb[2], MlirValue c[4]) {
+MlirOperation mma_sync(LK *L, DType dt, MlirValue a[4], MlirValue bb[2], MlirValue c[4]) {
   Mlb *b = &L->b;
   MlirValue ops[10];
   MlirType vt = mlb_type(b, "vector<2xf16>");
@@ -240,7 +240,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
           MlirValue *c = &kl.iter[(i * ntp + j) * 4];
-          MlirOperation op = mma(L, dt, af[i], bf[j], c);
+          MlirOperation op = mma_sync(L, dt, af[i], bf[j], c);
           for (int e = 0; e < 4; e++) acc[(i * ntp + j) * 4 + e] = mlb_extract(b, mlb_res(op, 0), e, b->f32);
         }
       mlb_for_end(b, &kl, nacc, acc);

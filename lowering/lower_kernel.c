@@ -32,8 +32,6 @@ void lk_error(LK *L, const CirInst *at, const char *fmt, ...) {
 typedef struct Plan {
   LK *L;
   int next_pos;
-  int loop_end; /* end position of the enclosing scan body (when depth 1) */
-  int depth;
   const CirInst **all; /* by id */
 } Plan;
 

@@ -10,16 +10,7 @@ int needs_f32_stage(LK *L, const CirInst *src) {
   return h->kind != H_SMEM && !home_is_cheap(L, src); /* cheap values are recomputed where read */
 }
 
-/* Shared-memory view of an operand: its own home or its staged f32 copy. */
-typedef struct View {
-  MlirValue base;
-  DType sdt;
-  int stride;
-  DType dt;
-  const CirInst *fused; /* recomputed at each read instead */
-} View;
-
-static View view(LK *L, const CirInst *op, int which) {
+View operand_view(LK *L, const CirInst *op, int which) {
   Home *oh = home_of(L, op);
   const CirInst *src = op->args[which];
   View v = {0};
@@ -28,7 +19,7 @@ static View view(LK *L, const CirInst *op, int which) {
     v.fused = src;
   } else if (needs_f32_stage(L, src)) {
     v.base = mlb_i32(&L->b, oh->stage_off[which]);
-    v.sdt = DT_F32;
+    v.sdt = oh->stage_dt[which];
     v.stride = oh->stage_stride[which];
     materialize_to(L, src, v.base, v.sdt, v.stride, 0);
   } else {
@@ -40,17 +31,16 @@ static View view(LK *L, const CirInst *op, int which) {
   return v;
 }
 
-static MlirValue view_get(LK *L, const View *v, MlirValue r, MlirValue c) {
-  if (v->fused) {
-    MlirValue e = eval(L, v->fused, r, c, 1).v[0];
-    return v->dt == DT_I32 ? mlb_cast(&L->b, "arith.sitofp", e, L->b.f32) : e;
+Vals view_vals(LK *L, const View *v, MlirValue r, MlirValue c, int W) {
+  Vals x = v->fused ? eval(L, v->fused, r, c, W) : smem_load_vals(L, v->base, v->sdt, v->stride, r, c, W);
+  for (int i = 0; i < W; i++) {
+    if (!v->fused && (v->sdt == DT_BF16 || v->sdt == DT_F16)) x.v[i] = mlb_cast(&L->b, "arith.extf", x.v[i], L->b.f32);
+    if (v->dt == DT_I32) x.v[i] = mlb_cast(&L->b, "arith.sitofp", x.v[i], L->b.f32);
   }
-  Vals x = smem_load_vals(L, v->base, v->sdt, v->stride, r, c, 1);
-  MlirValue e = x.v[0];
-  if (v->sdt == DT_BF16 || v->sdt == DT_F16) e = mlb_cast(&L->b, "arith.extf", e, L->b.f32);
-  if (v->dt == DT_I32) e = mlb_cast(&L->b, "arith.sitofp", e, L->b.f32);
-  return e;
+  return x;
 }
+
+static MlirValue view_get(LK *L, const View *v, MlirValue r, MlirValue c) { return view_vals(L, v, r, c, 1).v[0]; }
 
 static void put(LK *L, const CirInst *in, MlirValue r, MlirValue c, MlirValue x) {
   Home *h = home_of(L, in);
@@ -160,7 +150,7 @@ void lower_solve(LK *L, const CirInst *in) {
     return;
   }
   int nb = n / 16;
-  View A = view(L, in, 0);
+  View A = operand_view(L, in, 0);
   MlirValue Tb = mlb_i32(b, h->offset), Xb = mlb_i32(b, h->stage_off[1]);
   int xs = h->stage_stride[1];
   MlirValue c16 = mlb_i32(b, 16), zero = mlb_f32(b, 0.0), one = mlb_f32(b, 1.0);

@@ -15,7 +15,7 @@
 #include "cake.h"
 #include "rt.h"
 
-static char g_pkg[512];
+static char g_pkg[500];
 
 static int make_package(void **st) {
   const char *t = getenv("TMPDIR");
@@ -156,7 +156,7 @@ static void validation_messages(void **st) {
 }
 
 static void integrity_failures(void **st) {
-  char copy[1100], cmd[2400], file[2000];
+  char copy[600], cmd[2400], file[2000];
   snprintf(copy, sizeof copy, "%s-copy", g_pkg);
   snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, g_pkg, copy);
   assert_int_equal(system(cmd), 0);
