@@ -32,7 +32,7 @@ class Tensor(C.Structure):
 
 class KdaOptions(C.Structure):
     _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
-                ('scale', C.c_double), ('lower_bound', C.c_double)]
+                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int)]
 
 
 class KdaTensors(C.Structure):
@@ -75,8 +75,8 @@ class Cake:
         if rc != 0:
             raise RuntimeError(f'{what}: {self.lib.cake_last_error().decode()}')
 
-    def plan(self, gate, T, H, cu):
-        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0)
+    def plan(self, gate, T, H, cu, vblock=0):
+        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock)
         p = C.c_void_p()
         if cu is not None:
             arr = (C.c_int32 * len(cu))(*cu)
@@ -106,6 +106,7 @@ def main():
     ap.add_argument('--variants', default='layer,safe')
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
+    ap.add_argument('--vblock', type=int, default=0, help='16 or 32; 0: the runtime chooses')
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
@@ -135,7 +136,7 @@ def main():
             B, T, H = shape['B'], shape['T'], shape['H']
             assert B == 1
             cu = [int(x) for x in case['cu_cpu'].tolist()] if case['cu_cpu'] is not None else None
-            plan, ws = cake.plan(gate, T, H, cu)
+            plan, ws = cake.plan(gate, T, H, cu, args.vblock)
             work = torch.empty(max(ws, 256), dtype=torch.uint8, device='cuda')
             o = torch.empty(T, H, V, dtype=torch.bfloat16, device='cuda')
             t = KdaTensors(q=tensor(L['q'], (T, H, K)), k=tensor(L['k'], (T, H, K)), v=tensor(L['v'], (T, H, V)),

@@ -139,6 +139,8 @@ typedef struct cake_kda_options {
   int beta_logits;    /* beta holds logits: sigmoid in the kernel */
   double scale;       /* 0: 1/sqrt(K) */
   double lower_bound; /* the safe gate's bound; 0: -5 */
+  int vblock;         /* columns of V per block of the state pass: 16 or 32; 0: chosen from
+                         the problem and the current GPU (16 when the blocks would not fill it) */
 } cake_kda_options;
 
 typedef struct cake_kda_tensors {
@@ -162,6 +164,9 @@ cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_
 /* The same for another entry of kda_fwd ("fwd_prep", "fwd_chain": one stage each, for profiling). */
 cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
                             size_t workspace_bytes, void *stream);
+
+/* The multiprocessor count of the current device; leaves *n alone without one. */
+cake_status cake_device_sm_count(int *n);
 
 /* The target the current device runs ("sm_90a", ...), for messages and tests. */
 cake_status cake_device_target(char *buf, size_t n);

@@ -105,6 +105,18 @@ cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_o
 
 cake_status cake_device_target(char *buf, size_t n) { return rt_current_target(buf, n, NULL, NULL); }
 
+cake_status cake_device_sm_count(int *n) {
+  char target[16];
+  int dev;
+  cake_status s = rt_current_target(target, sizeof target, NULL, &dev);
+  if (s) return s;
+  int v = 0;
+  if ((s = rt_cuda_check(g_cuda.DeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, (CUdevice)dev),
+                         "cuDeviceGetAttribute"))) return s;
+  *n = v;
+  return CAKE_OK;
+}
+
 cake_status rt_check_device_pointer(uint64_t ptr, int device, const char *name) {
   const RtCuda *cu;
   cake_status s = rt_cuda(&cu);

@@ -10,9 +10,16 @@ cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, 
   const char *gate = opt->gate ? opt->gate : "safe";
   if (strcmp(gate, "safe") && strcmp(gate, "softplus") && strcmp(gate, "external"))
     return rt_fail(CAKE_ERR_ARGUMENT, "unknown KDA gate '%s' (safe, softplus or external)", gate);
-  char variant[128];
-  snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s", gate, opt->qk_norm ? "true" : "false",
-           opt->beta_logits ? "true" : "false");
+  /* The chain runs one block per (document, head, V block): with too few
+   * to keep two per multiprocessor busy, blocks of 16 columns instead of 32. */
+  int sms = 132;
+  cake_device_sm_count(&sms);
+  int64_t nd = cu_seqlens ? ndocs : 1;
+  int v16 = nd * H * (128 / 16) <= 2 * (int64_t)sms;
+  if (opt->vblock == 16 || opt->vblock == 32) v16 = opt->vblock == 16;
+  char variant[160];
+  snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s,vblock=%s", gate,
+           opt->qk_norm ? "true" : "false", opt->beta_logits ? "true" : "false", v16 ? "v16" : "v32");
   const cake_program *prog;
   cake_status s = cake_package_variant(pkg, "kda_fwd", variant, &prog);
   if (s) return s;

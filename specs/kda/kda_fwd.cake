@@ -18,14 +18,22 @@
 //               external: g is the log-decay itself (f32, <= 0)
 //   qk_norm     q, k <- x / sqrt(sum(x^2) + 1e-6) inside the kernel
 //   beta_logits beta <- sigmoid(beta) inside the kernel
+//   vblock      columns of V per chain block: 32, or 16 (twice the blocks, for
+//               problems with too few (document, head) pairs to fill the GPU)
 program kda_fwd
 
 option gate = safe in (safe, softplus, external)
 option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
+option vblock = v32 in (v32, v16)
 
 dim   T, N, H
-const K = 128, V = 128, C = 64, BV = 32
+const K = 128, V = 128, C = 64
+if vblock == v16 {
+  const BV = 16
+} else {
+  const BV = 32
+}
 sequence T, docs N, chunk C
 
 param scale : f32 = rsqrt(K)
