@@ -53,7 +53,7 @@ static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.2831853071795
 
 typedef struct Case {
   const char *name;
-  const char *gate, *qk_norm, *beta_logits;
+  const char *gate, *qk_norm, *beta_logits, *vblock;
   int gate_kind;
   int64_t T, H;
   int ndocs;
@@ -80,7 +80,8 @@ static int tensor_index(const CirProgram *p, const char *name) {
 }
 
 static void run_case(const Case *cs) {
-  CirOptionSet set = {{"gate", "qk_norm", "beta_logits"}, {cs->gate, cs->qk_norm, cs->beta_logits}, 3};
+  CirOptionSet set = {{"gate", "qk_norm", "beta_logits", "vblock"},
+                      {cs->gate, cs->qk_norm, cs->beta_logits, cs->vblock ? cs->vblock : "v32"}, 4};
   CirProgram *p = cake_sema(&g_arena, &g_diag, g_ast, &set);
   if (!p) fprintf(stderr, "%s", g_diag.out.data);
   assert_non_null(p);
@@ -150,22 +151,22 @@ static void run_case(const Case *cs) {
 }
 
 static void safe_gate_with_h0(void **st) {
-  Case c = {"safe gate, norm, logits, h0, docs 1/69/80", "safe", "true", "true", KDA_GATE_SAFE, 150, 2, 3, {0, 1, 70, 150}, 1, 0, 0};
+  Case c = {"safe gate, norm, logits, h0, docs 1/69/80", "safe", "true", "true", NULL, KDA_GATE_SAFE, 150, 2, 3, {0, 1, 70, 150}, 1, 0, 0};
   run_case(&c);
 }
 
 static void safe_gate_at_lower_bound(void **st) {
-  Case c = {"safe gate near its bound (g ~ -5)", "safe", "true", "true", KDA_GATE_SAFE, 130, 1, 1, {0, 130}, 1, 8.0, 0};
+  Case c = {"safe gate near its bound (g ~ -5), vblock 16", "safe", "true", "true", "v16", KDA_GATE_SAFE, 130, 1, 1, {0, 130}, 1, 8.0, 0};
   run_case(&c);
 }
 
 static void softplus_gate_strong_decay(void **st) {
-  Case c = {"softplus gate, A_log up to log 16, 2 docs", "softplus", "true", "true", KDA_GATE_SOFTPLUS, 200, 2, 2, {0, 77, 200}, 0, 1.0, 16};
+  Case c = {"softplus gate, A_log up to log 16, 2 docs", "softplus", "true", "true", NULL, KDA_GATE_SOFTPLUS, 200, 2, 2, {0, 77, 200}, 0, 1.0, 16};
   run_case(&c);
 }
 
 static void external_gate_values(void **st) {
-  Case c = {"external gate, no norm, beta values, h0", "external", "false", "false", KDA_GATE_EXTERNAL, 190, 2, 2, {0, 64, 190}, 1, 0, 0};
+  Case c = {"external gate, no norm, beta values, h0, vblock 16", "external", "false", "false", "v16", KDA_GATE_EXTERNAL, 190, 2, 2, {0, 64, 190}, 1, 0, 0};
   run_case(&c);
 }
 
