@@ -97,6 +97,9 @@ typedef struct LK {
   MlirValue scan_next, scan_has_next;
 } LK;
 
+/* lower_plan.c */
+void plan_kernel(LK *L); /* homes, live ranges, shared-memory offsets; L->smem_bytes */
+
 /* lower_kernel.c */
 Home *home_of(LK *L, const CirInst *in);
 /* A fused value that costs a few ALU instructions to recompute from shared memory. */

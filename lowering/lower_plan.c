@@ -1,0 +1,618 @@
+/* lower_plan.c - where each value of a kernel lives (its home), and the
+ * shared-memory plan: live ranges in program order, then first fit.
+ *
+ * Homes: scalars in registers; values recomputed where used (single-use or
+ * cheap); tiles in shared memory (matmul, reduction, scan and solve results,
+ * values used several times, scan carries). Then second thoughts (costly
+ * operands of sequential loops stored, loads copied with cp.async at the
+ * kernel's start or prefetched a chunk ahead in scans), epilogues (a matmul
+ * writing its consumer from its accumulators), in-place carries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+/* ------------------------------------------------------------------ */
+/* planning: positions, homes, live ranges, shared-memory offsets      */
+
+typedef struct Plan {
+  LK *L;
+  int next_pos;
+  const CirInst **all; /* by id */
+} Plan;
+
+static void number_block(Plan *P, const CirBlock *b, int depth) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    P->all[in->id] = in;
+    P->L->pos[in->id] = P->next_pos++;
+    P->L->homes[in->id].depth = depth;
+    if (in->body) number_block(P, in->body, depth + 1);
+  }
+}
+
+static int block_end(LK *L, const CirBlock *b) {
+  const CirInst *last = b->insts[b->len - 1];
+  return L->pos[last->id];
+}
+
+static int storage_stride(DType sdt, int cols) {
+  /* 16 bytes of padding per row: rows start 16-byte aligned and consecutive
+   * rows of a bf16 tile fall in different banks for ldmatrix. */
+  return sdt == DT_BF16 || sdt == DT_F16 ? cols + 8 : cols + 4;
+}
+
+static void set_smem(Home *h, DType dt, int rows, int cols) {
+  h->kind = H_SMEM;
+  h->sdt = dt == DT_BOOL ? DT_I32 : dt;
+  h->rows = rows;
+  h->cols = cols;
+  h->stride = storage_stride(h->sdt, cols);
+  h->bytes = rows * h->stride * dtype_bytes(h->sdt);
+  h->nbufs = 1;
+}
+
+static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
+  if (v == carry) return 1;
+  if (home_of(L, v)->kind != H_FUSED) return 0;
+  for (int j = 0; j < v->nargs; j++)
+    if (fused_reads(L, v->args[j], carry)) return 1;
+  return 0;
+}
+
+/* Operations worth recomputing rather than storing: a few ALU instructions. */
+static int cheap_op(CirOp op) {
+  switch (cake_ops[op].kind) {
+    case OK_BINARY: return op != OP_DIV && op != OP_MOD;
+    case OK_COMPARE: case OK_LOGIC1: case OK_LOGIC2: case OK_SELECT: case OK_CAST: case OK_LAYOUT: case OK_MASK:
+      return 1;
+    case OK_UNARY: return op == OP_NEG || op == OP_ABS;
+    default: return 0;
+  }
+}
+
+/* Can v be recomputed at every use at the price of a few ALU instructions:
+ * a cheap op over values already in shared memory or registers? */
+static int cheap_tree(LK *L, const CirInst *v, int depth) {
+  if (!cheap_op(v->op) || depth > 4) return 0;
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *o = v->args[j];
+    const Home *oh = home_of(L, o);
+    if (o->ty.rank == 0 || oh->kind == H_SMEM || oh->kind == H_SCALAR) continue;
+    if (oh->kind == H_FUSED && cheap_tree(L, o, depth + 1)) continue;
+    return 0;
+  }
+  return 1;
+}
+
+int home_is_cheap(LK *L, const CirInst *v) { return home_of(L, v)->kind == H_FUSED && cheap_tree(L, v, 0); }
+
+/* Does recomputing v cost a special-function instruction or a global load? */
+static int expensive_tree(LK *L, const CirInst *v) {
+  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV) return 1;
+  for (int j = 0; j < v->nargs; j++)
+    if (home_of(L, v->args[j])->kind == H_FUSED && expensive_tree(L, v->args[j])) return 1;
+  return 0;
+}
+
+static void choose_homes(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    OpKind kind = cake_ops[in->op].kind;
+    int R = rows_of(in->ty), C = cols_of(in->ty);
+    if (in->body) choose_homes(L, in->body);
+    switch (in->op) {
+      case OP_STORE: case OP_FOR: case OP_YIELD: h->kind = H_NONE; continue;
+      case OP_CARRY: set_smem(h, in->ty.dt, R, C); h->nbufs = 2; continue;
+      case OP_FORRES: h->kind = H_SMEM; continue; /* aliases the carry, set after the scan */
+      default: break;
+    }
+    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_SCAN ||
+        (kind == OK_REDUCE)) {
+      set_smem(h, in->ty.dt, R, C);
+      continue;
+    }
+    if (in->ty.rank == 0) {
+      h->kind = H_SCALAR;
+      continue;
+    }
+    /* An elementwise value, a load, a layout change or a mask. Stored when
+     * it has several uses, unless recomputing it is cheap; a vector (rank 1)
+     * is stored when it is costly, since a tile that broadcasts it would
+     * recompute it for every element. */
+    h->kind = H_FUSED;
+    if (in->nuses > 1 && !cheap_tree(L, in, 0)) {
+      /* a cheap op over a load (say, a conversion): store the load instead, it is smaller */
+      int only_loads = cheap_op(in->op);
+      for (int j = 0; j < in->nargs && only_loads; j++) {
+        const CirInst *o = in->args[j];
+        const Home *oh = home_of(L, o);
+        only_loads = o->ty.rank == 0 || oh->kind == H_SMEM || oh->kind == H_SCALAR ||
+                     (o->op == OP_LOAD && oh->kind == H_FUSED) || (oh->kind == H_FUSED && cheap_tree(L, o, 1));
+      }
+      if (only_loads) {
+        for (int j = 0; j < in->nargs; j++) {
+          const CirInst *o = in->args[j];
+          Home *oh = home_of(L, o);
+          if (o->op == OP_LOAD && oh->kind == H_FUSED) set_smem(oh, o->ty.dt, rows_of(o->ty), cols_of(o->ty));
+        }
+      } else {
+        h->kind = H_SMEM;
+      }
+    }
+    /* one special function over a stored tile is recomputed rather than stored twice over */
+    if (h->kind == H_SMEM && in->nuses == 2 && (in->op == OP_EXP || in->op == OP_EXP2) &&
+        home_of(L, in->args[0])->kind == H_SMEM)
+      h->kind = H_FUSED;
+    if (in->ty.rank == 1 && expensive_tree(L, in)) h->kind = H_SMEM;
+    if (h->kind == H_SMEM) set_smem(h, in->ty.dt, R, C);
+  }
+}
+
+/* A use of `v` at position p: extend the live range of v and, when v is fused
+ * (recomputed at p), of everything it reads. */
+static void extend(LK *L, const CirInst *v, int p) {
+  Home *h = home_of(L, v);
+  if (p > h->end) h->end = p;
+  if (h->kind == H_FUSED || (h->kind == H_SCALAR && v->op == OP_PICK)) {
+    for (int j = 0; j < v->nargs; j++) extend(L, v->args[j], p);
+    for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+      if (v->index[j].v) extend(L, v->index[j].v, p);
+  }
+}
+
+static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
+  LK *L = P->L;
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    h->start = h->end = L->pos[in->id];
+    if (in->body) live_ranges(P, in->body, block_end(L, in->body));
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    int p = L->pos[in->id];
+    const Home *ih = home_of(L, in);
+    if (ih->summed_into) p = L->pos[ih->summed_into->id]; /* its operands are read there */
+    for (int j = 0; j < in->nargs; j++) {
+      const CirInst *a = in->args[j];
+      /* a value read inside a scan but defined outside stays live to the scan's end */
+      int q = home_of(L, a)->depth < home_of(L, in)->depth ? loop_end : p;
+      extend(L, a, q);
+    }
+    if (in->op == OP_FOR) {
+      /* the carry buffers live from the initial copy to the scan's end and
+       * on through the last use of the scan's results; prefetched loads
+       * live through the whole scan */
+      int end = block_end(L, in->body);
+      for (int j = 0; j < in->body->len; j++) {
+        const CirInst *c = in->body->insts[j];
+        Home *ch = home_of(L, c);
+        if (ch->async_mode == ASYNC_PREFETCH) ch->refill_after = ch->end; /* its last read */
+        if (c->op == OP_CARRY || ch->async_mode == ASYNC_PREFETCH) {
+          ch->start = p;
+          if (end > ch->end) ch->end = end;
+        }
+      }
+    }
+    if (home_of(L, in)->async_mode == ASYNC_HOIST) home_of(L, in)->start = 0;
+  }
+}
+
+typedef struct Buf1 {
+  int start, end, size, off;
+  int *out; /* where to write the offset */
+  int id;   /* the instruction it belongs to (for CAKE_TRACE_PLAN) */
+} Buf1;
+
+/* Orders for first fit: by start (the program's own order), or largest and
+ * longest-lived first. Ties are broken by the original index, so every run
+ * gives the same plan. */
+static int cmp_start(const void *x, const void *y) {
+  const Buf1 *a = x, *b = y;
+  if (a->start != b->start) return a->start - b->start;
+  if (a->size != b->size) return b->size - a->size;
+  return a->off - b->off;
+}
+
+static int cmp_size(const void *x, const void *y) {
+  const Buf1 *a = x, *b = y;
+  if (a->size != b->size) return b->size - a->size;
+  if (a->end - a->start != b->end - b->start) return (b->end - b->start) - (a->end - a->start);
+  if (a->start != b->start) return a->start - b->start;
+  return a->off - b->off;
+}
+
+static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, int *out) {
+  if (*n == *cap) {
+    *cap = *cap ? *cap * 2 : 64;
+    *v = realloc(*v, sizeof(Buf1) * (size_t)*cap);
+  }
+  (*v)[(*n)++] = (Buf1){start, end, (size + 127) & ~127, 0, out, -1};
+}
+
+static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
+  Home *h = home_of(L, in);
+  int p = L->pos[in->id];
+  if (h->summed_into) p = L->pos[h->summed_into->id]; /* staged there */
+  OpKind kind = cake_ops[in->op].kind;
+  if (kind == OK_DOT) {
+    for (int j = 0; j < 2; j++) {
+      int trans;
+      const CirInst *src = operand_source(in->args[j], &trans);
+      if (!operand_needs_stage(L, src)) continue;
+      h->stage_dt[j] = in->args[j]->ty.dt;
+      h->stage_stride[j] = storage_stride(h->stage_dt[j], cols_of(src->ty));
+      add_buf(v, n, cap, p, p, rows_of(src->ty) * h->stage_stride[j] * 2, &h->stage_off[j]);
+    }
+  } else if (kind == OK_SOLVE || kind == OK_DECAY) {
+    for (int j = 0; j < in->nargs; j++) {
+      if (!needs_f32_stage(L, in->args[j])) continue;
+      if (j == 1 && kind == OK_DECAY && in->args[1] == in->args[0]) continue; /* decay_dot(k, k, g): one copy */
+      /* decay_dot's products take bf16 operands anyway; its log-decay stays f32 */
+      h->stage_dt[j] = kind == OK_DECAY && j < 2 ? DT_BF16 : DT_F32;
+      h->stage_stride[j] = storage_stride(h->stage_dt[j], cols_of(in->args[j]->ty));
+      add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * dtype_bytes(h->stage_dt[j]),
+              &h->stage_off[j]);
+    }
+    if (kind == OK_SOLVE) { /* X, one block row of partial products: f32 [16][n] */
+      int nn = in->ty.shape[0];
+      h->stage_dt[1] = DT_F32;
+      h->stage_stride[1] = storage_stride(DT_F32, nn);
+      add_buf(v, n, cap, p, p, 16 * h->stage_stride[1] * 4, &h->stage_off[1]);
+    } else { /* a' (one block of rows) and b' (the rows before it), bf16 */
+      int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
+      for (int j = 3; j < 5; j++) {
+        h->stage_dt[j] = DT_BF16;
+        h->stage_stride[j] = storage_stride(DT_BF16, K);
+      }
+      add_buf(v, n, cap, p, p, 16 * h->stage_stride[3] * 2, &h->stage_off[3]);
+      add_buf(v, n, cap, p, p, (decay_bprime_rows(C) + 1) * h->stage_stride[4] * 2, &h->stage_off[4]);
+    }
+  }
+}
+
+static void collect_bufs(LK *L, const CirBlock *b, Buf1 **v, int *n, int *cap) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    int n0 = *n;
+    if (h->kind == H_SMEM && in->op != OP_FORRES)
+      add_buf(v, n, cap, h->start, h->end, h->bytes * h->nbufs, &h->offset);
+    stage_bufs(L, in, v, n, cap);
+    for (int k = n0; k < *n; k++) (*v)[k].id = in->id;
+    if (in->body) collect_bufs(L, in->body, v, n, cap);
+  }
+}
+
+/* First fit over live ranges in the given order; a buffer is reused only
+ * after its last reader. Returns the bytes used. */
+static int first_fit(Buf1 *v, int n) {
+  int top = 0;
+  for (int i = 0; i < n; i++) {
+    int off = 0;
+    for (int again = 1; again;) {
+      again = 0;
+      for (int j = 0; j < i; j++) {
+        Buf1 *o = &v[j];
+        int overlap_time = !(o->end < v[i].start || v[i].end < o->start);
+        int overlap_mem = off < o->off + o->size && o->off < off + v[i].size;
+        if (overlap_time && overlap_mem) {
+          off = o->off + o->size;
+          again = 1;
+        }
+      }
+    }
+    v[i].off = off;
+    if (off + v[i].size > top) top = off + v[i].size;
+  }
+  return top;
+}
+
+/* Both orders are tried; the smaller plan wins. */
+static int allocate(Buf1 *v, int n) {
+  Buf1 *w = malloc(sizeof(Buf1) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) v[i].off = i;
+  memcpy(w, v, sizeof(Buf1) * (size_t)n);
+  qsort(v, (size_t)n, sizeof *v, cmp_start);
+  qsort(w, (size_t)n, sizeof *w, cmp_size);
+  int a = first_fit(v, n), b = first_fit(w, n);
+  if (b < a) memcpy(v, w, sizeof(Buf1) * (size_t)n);
+  for (int i = 0; i < n; i++) *v[i].out = v[i].off;
+  free(w);
+  return a < b ? a : b;
+}
+
+/* Second thoughts on homes, once every value has one:
+ * - a reduction or scan walks its operand sequentially, one line per thread:
+ *   an operand that costs a load or a special function is stored first;
+ * - a bf16 load feeding a matmul is stored as it is, so the matmul reads it
+ *   in place (and it can be copied asynchronously);
+ * - loads that cp.async can copy are hoisted to the kernel's start, or, in a
+ *   scan, prefetched one chunk ahead (double-buffered). */
+static void count_operand_uses(LK *L, const CirBlock *b, int *uses) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->body) count_operand_uses(L, in->body, uses);
+    if (cake_ops[in->op].kind != OK_DOT) continue;
+    for (int j = 0; j < 2; j++) {
+      int trans;
+      uses[operand_source(in->args[j], &trans)->id]++;
+    }
+  }
+}
+
+/* The one matmul a store's value depends on through single-use elementwise
+ * steps of the same shape, or NULL. Every other leaf must come before it. */
+static const CirInst *epilogue_matmul(LK *L, const CirInst *v, const CirType *shape, int *count) {
+  if (v->op == OP_MATMUL) {
+    if (v->nuses != 1 || v->ty.rank != 2 || v->ty.shape[0] != shape->shape[0] || v->ty.shape[1] != shape->shape[1])
+      return NULL;
+    ++*count;
+    return v;
+  }
+  Home *h = home_of(L, v);
+  if (h->kind != H_FUSED || !op_is_elementwise(v->op) || v->nuses != 1) return NULL;
+  const CirInst *found = NULL;
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *m = epilogue_matmul(L, v->args[j], shape, count);
+    if (m && (!found || L->pos[m->id] > L->pos[found->id])) found = m;
+  }
+  return found;
+}
+
+static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirInst *skip) {
+  if (v == skip) return 1;
+  if (home_of(L, v)->kind != H_FUSED) return L->pos[v->id] < L->pos[mm->id];
+  for (int j = 0; j < v->nargs; j++)
+    if (!defined_before(L, v->args[j], mm, skip)) return 0;
+  for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+    if (v->index[j].v && L->pos[v->index[j].v->id] >= L->pos[mm->id]) return 0;
+  return 1;
+}
+
+/* The matmul a value `root` (evaluated as a whole, like a store's value or a
+ * yielded carry) can be written from, if any: see epilogue_matmul. */
+static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType *shape, int as_value) {
+  int count = 0;
+  const CirInst *mm = NULL;
+  if (as_value) { /* root is materialised itself: look at its operands */
+    for (int j = 0; j < root->nargs; j++) {
+      const CirInst *m = epilogue_matmul(L, root->args[j], shape, &count);
+      if (m && (!mm || L->pos[m->id] > L->pos[mm->id])) mm = m;
+    }
+  } else {
+    mm = epilogue_matmul(L, root, shape, &count);
+  }
+  if (!mm) return NULL;
+  if (as_value) {
+    for (int j = 0; j < root->nargs; j++)
+      if (!defined_before(L, root->args[j], mm, mm)) return NULL;
+  } else if (!defined_before(L, root, mm, mm)) {
+    return NULL;
+  }
+  return mm;
+}
+
+/* In the fused tree of `v`, an `a + b` of mm and another matmul of mm's
+ * shape that is used only there: its products can go into mm's
+ * accumulators. Returns the `+`; *other is the other matmul. */
+static const CirInst *find_sum(LK *L, const CirInst *v, const CirInst *mm, const CirInst **other) {
+  if (home_of(L, v)->kind != H_FUSED && v != mm) return NULL;
+  if (v->op == OP_ADD && v->nargs == 2) {
+    for (int k = 0; k < 2; k++) {
+      const CirInst *x = v->args[k], *y = v->args[1 - k];
+      if (x == mm && y->op == OP_MATMUL && y->nuses == 1 && home_of(L, y)->kind == H_SMEM &&
+          home_of(L, y)->depth == home_of(L, mm)->depth && y->ty.shape[0] == mm->ty.shape[0] &&
+          y->ty.shape[1] == mm->ty.shape[1] && v->ty.rank == 2 && v->ty.shape[0] == mm->ty.shape[0] &&
+          v->ty.shape[1] == mm->ty.shape[1]) {
+        *other = y;
+        return v;
+      }
+    }
+  }
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *r = find_sum(L, v->args[j], mm, other);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const CirInst *carry) {
+  Home *mh = home_of(L, mm);
+  mh->epilogue = target;
+  mh->epilogue_carry = carry;
+  mh->kind = H_NONE;
+  home_of(L, target)->epilogue = mm;
+  const CirInst *other = NULL;
+  const CirInst *root = target->op == OP_STORE ? target->args[0] : target;
+  const CirInst *sum = NULL;
+  if (root == target && target->op != OP_STORE && home_of(L, target)->kind == H_SMEM) {
+    for (int j = 0; j < target->nargs && !sum; j++) sum = find_sum(L, target->args[j], mm, &other);
+  } else {
+    sum = find_sum(L, root, mm, &other);
+  }
+  if (sum) {
+    mh->sum_with = other;
+    mh->sum_node = sum;
+    Home *oh = home_of(L, other);
+    oh->kind = H_NONE;
+    oh->summed_into = mm;
+  }
+}
+
+/* Matmuls whose result is only consumed elementwise by one store, one
+ * stored value or one carried value write that consumer straight from their
+ * accumulators: no f32 tile, no extra pass, no extra barrier. Only inside
+ * scans, where latency rules; elsewhere the registers it needs cost
+ * occupancy. With several matmuls in the value, the last one does it and
+ * the others are read from shared memory. */
+static void plan_epilogues(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->body) plan_epilogues(L, in->body);
+    Home *h = home_of(L, in);
+    if (h->depth == 0) continue;
+    if (in->op == OP_STORE) {
+      if (in->ty.rank != 2 || in->tensor->optional) continue;
+      const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0);
+      int ok = mm != NULL;
+      for (int j = 0; ok && j < CIR_MAX_TENSOR_RANK; j++)
+        if (in->index[j].v && L->pos[in->index[j].v->id] >= L->pos[mm->id]) ok = 0;
+      if (ok) set_epilogue(L, mm, in, NULL);
+    } else if (h->kind == H_SMEM && h->async_mode == ASYNC_NONE && op_is_elementwise(in->op) && in->ty.rank == 2 &&
+               cake_ops[in->op].kind != OK_MASK) {
+      const CirInst *mm = epilogue_of_tree(L, in, &in->ty, 1);
+      if (mm) set_epilogue(L, mm, in, NULL);
+    } else if (in->op == OP_YIELD) {
+      const CirInst *f = in->parent;
+      for (int k = 0; k < in->nargs; k++) {
+        const CirInst *c = NULL;
+        for (int j = 0; j < f->body->len; j++)
+          if (f->body->insts[j]->op == OP_CARRY && f->body->insts[j]->axis == k) c = f->body->insts[j];
+        const CirInst *y = in->args[k];
+        if (!c || home_of(L, c)->nbufs != 1 || y->ty.rank != 2 || home_of(L, y)->kind != H_FUSED) continue;
+        const CirInst *mm = epilogue_of_tree(L, y, &y->ty, 0);
+        if (!mm || home_of(L, mm)->epilogue) continue;
+        /* writing the carry early: nothing after the matmul may read it, but the yield */
+        int ok = 1;
+        for (int j = 0; j < f->body->len && ok; j++) {
+          const CirInst *u = f->body->insts[j];
+          /* fused values are read where their consumers are; those are checked */
+          if (L->pos[u->id] <= L->pos[mm->id] || u == in || home_of(L, u)->kind == H_FUSED) continue;
+          for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], c);
+        }
+        if (ok) set_epilogue(L, mm, y, c);
+      }
+    }
+  }
+}
+
+
+/* Does the fused value v read `carry` only at the element it is evaluated
+ * at? Then a scan can write v over the carry in place. */
+static int reads_in_place(LK *L, const CirInst *v, const CirInst *carry) {
+  if (v == carry) return 1;
+  const Home *h = home_of(L, v);
+  if (h->kind != H_FUSED) return 1; /* stored elsewhere, or a register: no read of the carry now */
+  if (!op_is_elementwise(v->op) || cake_ops[v->op].kind == OK_MASK) {
+    /* a load or a layout change: fine unless it reads the carry (through fused values) */
+    for (int j = 0; j < v->nargs; j++)
+      if (fused_reads(L, v->args[j], carry)) return 0;
+    return 1;
+  }
+  for (int j = 0; j < v->nargs; j++) {
+    const CirInst *a = v->args[j];
+    if (a == carry && (a->ty.rank != v->ty.rank || a->ty.shape[0] != v->ty.shape[0] || a->ty.shape[1] != v->ty.shape[1]))
+      return 0; /* broadcast: other elements read */
+    if (!reads_in_place(L, a, carry)) return 0;
+  }
+  return 1;
+}
+
+static void plan_in_place_carries(LK *L, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *f = b->insts[i];
+    if (f->op != OP_FOR) continue;
+    const CirInst *y = f->body->insts[f->body->len - 1];
+    for (int j = 0; j < f->body->len; j++) {
+      const CirInst *c = f->body->insts[j];
+      if (c->op != OP_CARRY) continue;
+      /* every yield value must be in place with respect to this carry (they are written one after another) */
+      int ok = 1;
+      for (int k = 0; k < y->nargs; k++) ok &= reads_in_place(L, y->args[k], c) && y->args[k] != c;
+      if (ok) home_of(L, c)->nbufs = 1;
+    }
+  }
+}
+
+static void refine_homes(LK *L, const CirBlock *b) {
+  if (b == &L->k->body) {
+    /* a value feeding several matmuls is staged once, in its own home */
+    int *uses = calloc((size_t)L->nids + 1, sizeof(int));
+    count_operand_uses(L, b, uses);
+    for (int id = 0; id < L->nids; id++) {
+      Home *h = &L->homes[id];
+      if (uses[id] >= 2 && h->kind == H_FUSED) {
+        h->kind = H_SMEM; /* shape filled in below from the instruction */
+        h->rows = -1;
+      }
+    }
+    free(uses);
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *hh = home_of(L, in);
+    if (hh->kind == H_SMEM && hh->rows == -1) set_smem(hh, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
+    if (in->body) refine_homes(L, in->body);
+    OpKind kind = cake_ops[in->op].kind;
+    if (kind == OK_REDUCE || kind == OK_SCAN) {
+      const CirInst *o = in->args[0];
+      Home *oh = home_of(L, o);
+      if (oh->kind == H_FUSED && expensive_tree(L, o)) set_smem(oh, o->ty.dt, rows_of(o->ty), cols_of(o->ty));
+    }
+    if (kind == OK_DOT)
+      for (int j = 0; j < 2; j++) {
+        int trans;
+        const CirInst *src = operand_source(in->args[j], &trans);
+        Home *sh = home_of(L, src);
+        if (src->op == OP_LOAD && sh->kind == H_FUSED && (src->ty.dt == DT_BF16 || src->ty.dt == DT_F16))
+          set_smem(sh, src->ty.dt, rows_of(src->ty), cols_of(src->ty));
+      }
+  }
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    Home *h = home_of(L, in);
+    if (in->op != OP_LOAD || !async_candidate(L, in)) continue;
+    if (h->depth == 1) {
+      if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
+      if (h->kind == H_SMEM) h->async_mode = ASYNC_PREFETCH; /* one buffer, refilled after its last read */
+    } else if (h->depth == 0 && h->kind == H_SMEM) {
+      h->async_mode = ASYNC_HOIST;
+    }
+  }
+}
+
+void plan_kernel(LK *L) {
+  Plan P = {0};
+  P.L = L;
+  P.all = calloc((size_t)L->nids, sizeof(CirInst *));
+  number_block(&P, &L->k->body, 0);
+  choose_homes(L, &L->k->body);
+  refine_homes(L, &L->k->body);
+  plan_in_place_carries(L, &L->k->body);
+  if (!getenv("CAKE_NO_EPILOGUE")) plan_epilogues(L, &L->k->body); /* the env var: a developer aid */
+  live_ranges(&P, &L->k->body, 0);
+  Buf1 *bufs = NULL;
+  int n = 0, cap = 0;
+  collect_bufs(L, &L->k->body, &bufs, &n, &cap);
+  L->smem_bytes = allocate(bufs, n);
+  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: what is live where shared memory peaks */
+    int best = -1, top = 0;
+    for (int t = 0; t < P.next_pos; t++) {
+      int used = 0;
+      for (int k = 0; k < n; k++)
+        if (bufs[k].start <= t && t <= bufs[k].end && bufs[k].off + bufs[k].size > used) used = bufs[k].off + bufs[k].size;
+      if (used > top) top = used, best = t;
+    }
+    fprintf(stderr, "peak of kernel %s at position %d:", L->k->name, best);
+    for (int k = 0; k < n; k++)
+      if (bufs[k].start <= best && best <= bufs[k].end) fprintf(stderr, " %%%d:%d", bufs[k].id, bufs[k].size);
+    fprintf(stderr, "\n");
+  }
+  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: the shared-memory plan */
+    fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
+    for (int i = 0; i < L->nids; i++) {
+      const Home *h = &L->homes[i];
+      const CirInst *in = P.all[i];
+      if (!in || h->kind != H_SMEM || in->op == OP_FORRES) continue;
+      fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i, cake_ops[in->op].spelling,
+              dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start, h->end, in->loc.line);
+    }
+  }
+  free(bufs);
+  free(P.all);
+}
+
