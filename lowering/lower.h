@@ -9,9 +9,13 @@
  *             results of matmul, reductions, scans, solves, multi-use values,
  *             and scan carries (two buffers each, swapped every step).
  * Every materialising step is followed by a block barrier. Shared memory is
- * laid out by a first-fit allocator over live ranges (plan_kernel). Tensor-
+ * laid out by a first-fit allocator over live ranges (lower_plan.c). Tensor-
  * core matmuls stage operands as bf16/f16 in shared memory and read them
- * with ldmatrix; accumulators live in registers (mma.sync m16n8k16).
+ * with ldmatrix; accumulators live in registers (mma.sync m16n8k16); in
+ * scans a matmul writes its consumer straight from them (an epilogue), and a
+ * sum of matmuls shares one set of accumulators. Loads indexed by grid or
+ * scan indices are copied with cp.async: at the kernel's start, or in a scan
+ * for the next chunk once the current chunk's copy has been read.
  */
 #ifndef CAKE_LOWER_H
 #define CAKE_LOWER_H
