@@ -169,9 +169,9 @@ static cake_status extent_of(Ld *L, const cake_program *p, const JNode *n, RtExt
 static cake_status load_files(Ld *L, const JNode *files) {
   cake_package *pkg = L->pkg;
   const cake_allocator *al = &pkg->al;
-  pkg->nfiles = files->n;
   pkg->files = rt_alloc(al, sizeof(RtFile) * (size_t)(files->n + 1));
   if (!pkg->files) return CAKE_ERR_MEMORY;
+  pkg->nfiles = files->n;
   for (int i = 0; i < files->n; i++) {
     const JNode *f = files->items[i];
     const char *path = str_of(f, "path"), *sha = str_of(f, "sha256");
@@ -180,7 +180,7 @@ static cake_status load_files(Ld *L, const JNode *files) {
     char full[4096];
     snprintf(full, sizeof full, "%s/%s", L->dir, path);
     RtFile *rf = &pkg->files[i];
-    rf->path = rt_strdup(al, path);
+    if (!(rf->path = rt_strdup(al, path))) return CAKE_ERR_MEMORY;
     cake_status s = read_whole(al, full, &rf->data, &rf->len);
     if (s) {
       if (s == CAKE_ERR_IO) return rt_fail(CAKE_ERR_PACKAGE, "package file '%s' listed in the manifest is missing or unreadable: %s", path, cake_last_error());
@@ -202,7 +202,7 @@ static cake_status load_stage(Ld *L, cake_program *p, const JNode *sj, RtStage *
               *kernels = arr_of(sj, "kernels");
   if (!name || !block || block->n != 3 || !grid || grid->n > RT_MAX_AXES || !args || !kernels)
     return bad(L, "a stage lacks name, block, grid, args or kernels");
-  st->name = rt_strdup(al, name);
+  if (!(st->name = rt_strdup(al, name))) return CAKE_ERR_MEMORY;
   st->threads = (int)block->items[0]->num;
   st->ngrid = grid->n;
   for (int i = 0; i < grid->n; i++) {
@@ -223,9 +223,9 @@ static cake_status load_stage(Ld *L, cake_program *p, const JNode *sj, RtStage *
     } else
       return bad(L, "unknown grid axis kind");
   }
-  st->nargs = args->n;
   st->args = rt_alloc(al, sizeof(RtArg) * (size_t)(args->n + 1));
   if (!st->args) return CAKE_ERR_MEMORY;
+  st->nargs = args->n;
   for (int i = 0; i < args->n; i++) {
     const JNode *a = args->items[i];
     const char *kind = str_of(a, "kind"), *an = str_of(a, "name");
@@ -250,9 +250,9 @@ static cake_status load_stage(Ld *L, cake_program *p, const JNode *sj, RtStage *
     } else
       return bad(L, "unknown argument kind");
   }
-  st->nkernels = kernels->n;
   st->kernels = rt_alloc(al, sizeof(RtKernel) * (size_t)(kernels->n + 1));
   if (!st->kernels) return CAKE_ERR_MEMORY;
+  st->nkernels = kernels->n;
   for (int i = 0; i < kernels->n; i++) {
     const JNode *k = kernels->items[i];
     const char *target = str_of(k, "target"), *sym = str_of(k, "symbol"), *fmt = str_of(k, "format"),
@@ -265,6 +265,7 @@ static cake_status load_stage(Ld *L, cake_program *p, const JNode *sj, RtStage *
     rk->target = rt_strdup(al, target);
     rk->symbol = rt_strdup(al, sym);
     rk->format = rt_strdup(al, fmt);
+    if (!rk->target || !rk->symbol || !rk->format) return CAKE_ERR_MEMORY;
     rk->image = rf->data;
     rk->len = rf->len;
     rk->shared_bytes = (int)sh;
@@ -288,14 +289,15 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   if (!name || !dims || !tensors || !params || !stages || !entries || num_of(pj, "chunk", &chunk))
     return bad(L, "a program lacks name, dims, chunk, tensors, params, stages or entries");
   p->pkg = L->pkg;
-  p->name = rt_strdup(al, name);
+  if (!(p->name = rt_strdup(al, name))) return CAKE_ERR_MEMORY;
   p->chunk = (int)chunk;
   p->tokens_dim = p->docs_dim = p->chunks_dim = -1;
   const char *variant = str_of(pj, "variant");
   const JNode *options = arr_of(pj, "options");
-  p->variant = rt_strdup(al, variant ? variant : "");
-  p->noptions = options ? options->n : 0;
-  p->options = rt_alloc(al, sizeof(RtOption) * (size_t)(p->noptions + 1));
+  if (!(p->variant = rt_strdup(al, variant ? variant : ""))) return CAKE_ERR_MEMORY;
+  int nopt = options ? options->n : 0;
+  if (!(p->options = rt_alloc(al, sizeof(RtOption) * (size_t)(nopt + 1)))) return CAKE_ERR_MEMORY;
+  p->noptions = nopt;
   for (int i = 0; i < p->noptions; i++) {
     const char *on = str_of(options->items[i], "name"), *ov = str_of(options->items[i], "value"),
                *od = str_of(options->items[i], "default");
@@ -303,19 +305,20 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
     p->options[i].name = rt_strdup(al, on);
     p->options[i].value = rt_strdup(al, ov);
     p->options[i].def = rt_strdup(al, od);
+    if (!p->options[i].name || !p->options[i].value || !p->options[i].def) return CAKE_ERR_MEMORY;
   }
+  if (!(p->dims = rt_alloc(al, sizeof(char *) * (size_t)(dims->n + 1)))) return CAKE_ERR_MEMORY;
   p->ndims = dims->n;
-  p->dims = rt_alloc(al, sizeof(char *) * (size_t)(dims->n + 1));
   for (int i = 0; i < dims->n; i++) {
     const char *dn = str_of(dims->items[i], "name"), *role = str_of(dims->items[i], "role");
     if (!dn || !role) return bad(L, "a dim lacks its name or role");
-    p->dims[i] = rt_strdup(al, dn);
+    if (!(p->dims[i] = rt_strdup(al, dn))) return CAKE_ERR_MEMORY;
     if (!strcmp(role, "tokens")) p->tokens_dim = i;
     if (!strcmp(role, "docs")) p->docs_dim = i;
     if (!strcmp(role, "chunks")) p->chunks_dim = i;
   }
+  if (!(p->tensors = rt_alloc(al, sizeof(RtTensor) * (size_t)(tensors->n + 1)))) return CAKE_ERR_MEMORY;
   p->ntensors = tensors->n;
-  p->tensors = rt_alloc(al, sizeof(RtTensor) * (size_t)(tensors->n + 1));
   for (int i = 0; i < tensors->n; i++) {
     const JNode *t = tensors->items[i];
     const char *tn = str_of(t, "name"), *role = str_of(t, "role"), *dt = str_of(t, "dtype");
@@ -323,7 +326,7 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
     RtTensor *rt = &p->tensors[i];
     if (!tn || !role || !dt || !shape || shape->n > CAKE_MAX_RANK || parse_dtype(dt, &rt->dtype))
       return bad(L, "a tensor record is incomplete");
-    rt->name = rt_strdup(al, tn);
+    if (!(rt->name = rt_strdup(al, tn))) return CAKE_ERR_MEMORY;
     rt->role = !strcmp(role, "in") ? ROLE_IN_ : !strcmp(role, "out") ? ROLE_OUT_ : !strcmp(role, "temp") ? ROLE_TEMP_ : ROLE_SAVE_;
     rt->rank = shape->n;
     for (int j = 0; j < shape->n; j++) {
@@ -332,33 +335,33 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
     }
     rt->optional = opt && opt->kind == J_BOOL && opt->boolean;
   }
+  if (!(p->params = rt_alloc(al, sizeof(RtParam) * (size_t)(params->n + 1)))) return CAKE_ERR_MEMORY;
   p->nparams = params->n;
-  p->params = rt_alloc(al, sizeof(RtParam) * (size_t)(params->n + 1));
   for (int i = 0; i < params->n; i++) {
     const JNode *pa = params->items[i];
     const char *pn = str_of(pa, "name"), *dt = str_of(pa, "dtype");
     if (!pn || !dt) return bad(L, "a parameter record is incomplete");
-    p->params[i].name = rt_strdup(al, pn);
+    if (!(p->params[i].name = rt_strdup(al, pn))) return CAKE_ERR_MEMORY;
     p->params[i].is_int = !strcmp(dt, "i32");
     p->params[i].has_default = !num_of(pa, "default", &p->params[i].def);
   }
+  if (!(p->stages = rt_alloc(al, sizeof(RtStage) * (size_t)(stages->n + 1)))) return CAKE_ERR_MEMORY;
   p->nstages = stages->n;
-  p->stages = rt_alloc(al, sizeof(RtStage) * (size_t)(stages->n + 1));
   for (int i = 0; i < stages->n; i++) {
     cake_status s = load_stage(L, p, stages->items[i], &p->stages[i]);
     if (s) return s;
   }
+  if (!(p->entries = rt_alloc(al, sizeof(RtEntry) * (size_t)(entries->n + 1)))) return CAKE_ERR_MEMORY;
   p->nentries = entries->n;
-  p->entries = rt_alloc(al, sizeof(RtEntry) * (size_t)(entries->n + 1));
   for (int i = 0; i < entries->n; i++) {
     const JNode *e = entries->items[i];
     const char *en = str_of(e, "name");
     const JNode *st = arr_of(e, "stages");
     if (!en || !st) return bad(L, "an entry lacks its name or stages");
     RtEntry *re = &p->entries[i];
-    re->name = rt_strdup(al, en);
+    if (!(re->name = rt_strdup(al, en))) return CAKE_ERR_MEMORY;
+    if (!(re->stages = rt_alloc(al, sizeof(int) * (size_t)(st->n + 1)))) return CAKE_ERR_MEMORY;
     re->n = st->n;
-    re->stages = rt_alloc(al, sizeof(int) * (size_t)(st->n + 1));
     for (int j = 0; j < st->n; j++) {
       re->stages[j] = -1;
       for (int k = 0; k < p->nstages; k++)
@@ -391,7 +394,8 @@ cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake
   JNode *root = json_parse(&doc, (const char *)text, len, err, sizeof err);
   Ld L = {pkg, dir, NULL};
   if (!root) {
-    s = rt_fail(CAKE_ERR_PACKAGE, "%s is not valid JSON: %s", path, err);
+    s = strstr(err, "out of memory") ? rt_fail(CAKE_ERR_MEMORY, "out of host memory reading %s", path)
+                                     : rt_fail(CAKE_ERR_PACKAGE, "%s is not valid JSON: %s", path, err);
     goto out;
   }
   const char *schema = str_of(root, "schema");
@@ -410,8 +414,11 @@ cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake
     goto out;
   }
   if ((s = load_files(&L, files))) goto out;
+  if (!(pkg->programs = rt_alloc(al, sizeof(cake_program) * (size_t)(programs->n + 1)))) {
+    s = CAKE_ERR_MEMORY;
+    goto out;
+  }
   pkg->nprograms = programs->n;
-  pkg->programs = rt_alloc(al, sizeof(cake_program) * (size_t)(programs->n + 1));
   for (int i = 0; i < programs->n && !s; i++) {
     L.where = str_of(programs->items[i], "name");
     s = load_program(&L, programs->items[i], &pkg->programs[i]);

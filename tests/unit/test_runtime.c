@@ -32,8 +32,11 @@ static int make_package(void **st) {
 }
 
 static int remove_package(void **st) {
-  char cmd[1100];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s/..'", g_pkg);
+  char dir[500], cmd[1100];
+  snprintf(dir, sizeof dir, "%s", g_pkg);
+  char *slash = strrchr(dir, '/'); /* the temporary directory holding pkg */
+  if (slash) *slash = 0;
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -237,11 +240,59 @@ static void json_reader(void **st) {
   json_free(&doc);
 }
 
+/* An allocator that fails from its n-th allocation on and counts what is live. */
+typedef struct FailAlloc {
+  long calls, fail_at, live;
+} FailAlloc;
+
+static void *fail_alloc(void *ctx, size_t n) {
+  FailAlloc *f = ctx;
+  if (f->calls++ >= f->fail_at) return NULL;
+  f->live++;
+  return malloc(n);
+}
+
+static void fail_free(void *ctx, void *p) {
+  FailAlloc *f = ctx;
+  f->live--;
+  free(p);
+}
+
+/* Every allocation failure while loading and planning comes back as
+ * CAKE_ERR_MEMORY, with nothing leaked and nothing dereferenced. */
+static void out_of_memory_paths(void **st) {
+  int loaded = 0;
+  for (long k = 0; k < 20000 && !loaded; k++) {
+    FailAlloc f = {0, k, 0};
+    cake_allocator al = {fail_alloc, fail_free, &f};
+    cake_package *pkg = NULL;
+    cake_status s = cake_package_load(g_pkg, &al, &pkg);
+    if (s == CAKE_OK) {
+      const cake_program *prog;
+      assert_int_equal(cake_package_program(pkg, "first", &prog), CAKE_OK);
+      cake_plan *plan = NULL;
+      s = cake_plan_create(prog, &plan);
+      if (s == CAKE_OK) {
+        cake_plan_set_dim(plan, "T", 1000);
+        cake_plan_set_dim(plan, "H", 2);
+        s = cake_plan_finalize(plan);
+        loaded = s == CAKE_OK;
+        cake_plan_free(plan);
+      }
+      cake_package_free(pkg);
+    }
+    if (!loaded) assert_int_equal(s, CAKE_ERR_MEMORY);
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(loaded);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(loads_and_describes),  cmocka_unit_test(plan_layout_and_docs),
       cmocka_unit_test(validation_messages),  cmocka_unit_test(integrity_failures),
       cmocka_unit_test(sha256_matches_openssl), cmocka_unit_test(json_reader),
+      cmocka_unit_test(out_of_memory_paths),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
 }
