@@ -1,0 +1,80 @@
+/* test_api.c - the compiler as a library (compiler/cake.h): specs given as
+ * strings, text returned, diagnostics returned rather than printed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "cake.h"
+
+static const char *SPEC =
+    "program api\n"
+    "dim T\n"
+    "const C = 16\n"
+    "sequence T, chunk C\n"
+    "in x : bf16[T, 16]\n"
+    "out y : f32[T, 16]\n"
+    "kernel k over (c in chunks) {\n"
+    "  a = load x[c, :]\n"
+    "  store y[c, :] = a @ a.T\n"
+    "}\n"
+    "entry fwd = k\n";
+
+static void compiles_a_string_to_ptx(void **st) {
+  cake_source src = {"api.cake", SPEC};
+  cake_options opt = {.emit = "ptx", .archs = "sm_90a"};
+  cake_result *r;
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 0);
+  assert_string_equal(cake_result_diagnostics(r), "");
+  assert_int_equal(cake_result_error_count(r), 0);
+  assert_non_null(strstr(cake_result_text(r), ".target sm_90a"));
+  assert_non_null(strstr(cake_result_text(r), "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  cake_result_free(r);
+}
+
+static void returns_diagnostics(void **st) {
+  cake_source src = {"bad.cake", "program bad\ndim T\nkernel k over (i in T) {\n  a = b\n}\n"};
+  cake_options opt = {.emit = "cir"};
+  cake_result *r;
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 1);
+  assert_int_equal(cake_result_error_count(r), 1);
+  assert_string_equal(cake_result_diagnostics(r), "bad.cake:4:7: error: unknown name 'b'\n  a = b\n      ^\n");
+  assert_string_equal(cake_result_text(r), "");
+  cake_result_free(r);
+}
+
+static void rejects_bad_options(void **st) {
+  cake_source src = {"api.cake", SPEC};
+  cake_options opt = {.emit = "package"}; /* no output directory */
+  cake_result *r;
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 2);
+  assert_non_null(strstr(cake_result_diagnostics(r), "give an output directory"));
+  cake_result_free(r);
+  cake_options opt2 = {.emit = "ptx", .archs = "sm_75"};
+  assert_int_equal(cake_compile(&src, 1, &opt2, &r), 2);
+  assert_non_null(strstr(cake_result_diagnostics(r), "unknown target 'sm_75'"));
+  cake_result_free(r);
+}
+
+static void same_output_twice(void **st) {
+  cake_source src = {"api.cake", SPEC};
+  cake_options opt = {.emit = "ptx", .archs = "sm_100a"};
+  cake_result *a, *b;
+  assert_int_equal(cake_compile(&src, 1, &opt, &a), 0);
+  assert_int_equal(cake_compile(&src, 1, &opt, &b), 0);
+  assert_string_equal(cake_result_text(a), cake_result_text(b));
+  cake_result_free(a);
+  cake_result_free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(compiles_a_string_to_ptx),
+      cmocka_unit_test(returns_diagnostics),
+      cmocka_unit_test(rejects_bad_options),
+      cmocka_unit_test(same_output_twice),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
