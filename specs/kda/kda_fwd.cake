@@ -53,8 +53,8 @@ in  h0   : f32[N, H, K, V] optional   // initial state per document
 out o    : bf16[T, H, V]
 out ht   : f32[N, H, K, V] optional   // final state per document
 
-// Between the stages (workspace): 4 x 256 B per token and head, plus 512 B
-// per chunk and head.
+// Between the stages (workspace): 1152 B per token and head (4 x 256 + 128),
+// plus 512 B per chunk and head: 608 MB at T = 32768, H = 16.
 temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(G_C - G)
 temp u  : bf16[T, H, V]               // U~
 temp pq : bf16[T, H, C]               // scale P
