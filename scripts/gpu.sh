@@ -15,6 +15,7 @@ case "${1:-}" in
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
+    build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
     du -sh .carry
@@ -26,7 +27,8 @@ case "${1:-}" in
     status=0
     for t in .carry/bin/test_*; do
       echo "== $(basename "$t")"
-      "$t" .carry/package "$@" 2>&1 | tee "$out/$(basename "$t").log" || status=1
+      pkg=.carry/package; [ "$(basename "$t")" = test_ops ] && pkg=.carry/ops/package
+      "$t" "$pkg" "$@" 2>&1 | tee "$out/$(basename "$t").log" || status=1
     done
     exit $status
     ;;

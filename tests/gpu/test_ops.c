@@ -1,0 +1,231 @@
+/* test_ops.c - every operation of the language on the GPU against the CPU
+ * interpreter (the semantic reference of every op): tests/gpu/ops.cake is
+ * parsed here for the interpreter and compiled into the package for the GPU;
+ * both run on the same fresh random inputs (seed printed). Outputs are
+ * poisoned with NaN first; every element is compared; a second launch must
+ * give the same bits.
+ *
+ * usage: test_ops PACKAGE_DIR [--seed N] [--spec ops.cake] [--interp-only]
+ * (ops.cake is found beside the package, or given with --spec PATH;
+ * --interp-only runs the CPU half alone and needs no GPU) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "interp.h"
+
+enum { D = 32, CH = 64 };
+
+typedef struct Out {
+  const char *name;
+  int i32;
+  double tol; /* on the error ratio; 0 = bit exact */
+} Out;
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = calloc((size_t)n + 1, 1);
+  if (fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  fclose(f);
+  return s;
+}
+
+static uint16_t f32_to_f16(float f) { /* round to nearest even; the inputs are small normals */
+  _Float16 h = (_Float16)f;
+  uint16_t u;
+  memcpy(&u, &h, 2);
+  return u;
+}
+
+static int tensor_index(const CirProgram *p, const char *name) {
+  for (int i = 0; i < p->ntensors; i++)
+    if (!strcmp(p->tensors[i]->name, name)) return i;
+  fprintf(stderr, "FAIL: ops.cake has no tensor %s\n", name);
+  exit(1);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--spec ops.cake] [--interp-only]\n", argv[0]);
+    return 2;
+  }
+  const char *spec = NULL;
+  for (int i = 2; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--spec")) spec = argv[i + 1];
+  char pathbuf[4096];
+  if (!spec) {
+    snprintf(pathbuf, sizeof pathbuf, "%s/../ops.cake", argv[1]);
+    spec = pathbuf;
+  }
+  uint64_t seed = rng_seed(argc, argv), rng = seed;
+  printf("test_ops: seed %llu\n", (unsigned long long)seed);
+
+  /* the interpreter's program */
+  char *text = read_text(spec);
+  if (!text) {
+    fprintf(stderr, "FAIL: cannot read %s\n", spec);
+    return 1;
+  }
+  Arena arena;
+  Diag diag;
+  arena_init(&arena);
+  diag_init(&diag, 20);
+  Source src = {"ops.cake", text, strlen(text)};
+  Program *ast = cake_parse(&arena, &diag, &src);
+  CirProgram *prog = ast ? cake_sema(&arena, &diag, ast, NULL) : NULL;
+  if (!prog) {
+    fprintf(stderr, "FAIL: %s", diag.out.data);
+    return 1;
+  }
+
+  const int64_t T = 300, H = 3, N = 3;
+  int32_t cu32[4] = {0, 100, 101, 300};
+  long long cu[4] = {0, 100, 101, 300};
+  size_t nx = (size_t)(T * H * D), ns = (size_t)(N * H * D);
+  /* inputs: x, y on a grid of 1/16 (x * 10 is never an integer), bf16, f16 */
+  double *x = malloc(nx * 8), *y = malloc(nx * 8), *xb = malloc(nx * 8), *xh = malloc(nx * 8);
+  double *w = malloc((size_t)(H * D) * 8), *s0 = malloc(ns * 8);
+  float *fx = malloc(nx * 4), *fy = malloc(nx * 4), *fw = malloc((size_t)(H * D) * 4), *fs0 = malloc(ns * 4);
+  uint16_t *hb = malloc(nx * 2), *hh = malloc(nx * 2);
+  for (size_t i = 0; i < nx; i++) {
+    fx[i] = (float)((double)((int)(rng_uniform(&rng) * 128) - 64) + 0.5) / 16.0f;
+    fy[i] = (float)rng_normal(&rng);
+    hb[i] = f32_to_bf16((float)rng_normal(&rng));
+    hh[i] = f32_to_f16((float)(0.5 * rng_normal(&rng)));
+    x[i] = fx[i], y[i] = fy[i], xb[i] = bf16_to_f32(hb[i]);
+    _Float16 t;
+    memcpy(&t, &hh[i], 2);
+    xh[i] = (double)t;
+  }
+  for (int64_t i = 0; i < H * D; i++) w[i] = fw[i] = (float)rng_normal(&rng);
+  for (size_t i = 0; i < ns; i++) s0[i] = fs0[i] = (float)rng_normal(&rng);
+
+  static const Out outs[] = {
+      {"unary", 0, 1e-5}, {"binary", 0, 1e-6}, {"reduce", 0, 1e-6}, {"layout", 0, 0},
+      {"dots", 0, 1e-3},  {"ints", 1, 0},      {"state", 0, 1e-6},  {"trace", 0, 1e-6},
+  };
+  enum { NOUT = sizeof outs / sizeof outs[0] };
+  long long dims[4] = {T, N, H, 0};
+  double *ref[NOUT];
+  double *tensors[32] = {0};
+  tensors[tensor_index(prog, "x")] = x;
+  tensors[tensor_index(prog, "y")] = y;
+  tensors[tensor_index(prog, "xb")] = xb;
+  tensors[tensor_index(prog, "xh")] = xh;
+  tensors[tensor_index(prog, "w")] = w;
+  tensors[tensor_index(prog, "s0")] = s0;
+  long long edims[4] = {T, N, H, cake_interp_chunk_count(prog, T, cu, N)};
+  for (int o = 0; o < NOUT; o++) {
+    int ti = tensor_index(prog, outs[o].name);
+    ref[o] = calloc((size_t)cake_interp_numel(prog, prog->tensors[ti], edims), 8);
+    tensors[ti] = ref[o];
+  }
+  InterpArgs args = {dims, cu, N, NULL, tensors};
+  char err[512];
+  if (cake_interp_run(prog, "run", &args, err, sizeof err)) {
+    fprintf(stderr, "FAIL: interpreter: %s\n", err);
+    return 1;
+  }
+
+  int interp_only = 0;
+  for (int i = 2; i < argc; i++) interp_only |= !strcmp(argv[i], "--interp-only");
+  if (interp_only) { /* the CPU half alone (a CTest): every output written and finite */
+    int bad = 0;
+    for (int o = 0; o < NOUT; o++) {
+      long long n = cake_interp_numel(prog, prog->tensors[tensor_index(prog, outs[o].name)], edims), nonfinite = 0;
+      double l1 = 0;
+      for (long long i = 0; i < n; i++) {
+        if (!isfinite(ref[o][i])) nonfinite++;
+        else l1 += fabs(ref[o][i]);
+      }
+      printf("%-8s elements %-7lld l1 %.6e nonfinite %lld\n", outs[o].name, n, l1, nonfinite);
+      bad += nonfinite > 0 || l1 == 0;
+    }
+    printf("test_ops (interpreter only): %s\n", bad ? "FAIL" : "PASS");
+    return bad ? 1 : 0;
+  }
+
+  /* the GPU */
+  gpu_init();
+  cake_package *pkg;
+  RT(cake_package_load(argv[1], NULL, &pkg));
+  const cake_program *gp;
+  RT(cake_package_program(pkg, "ops", &gp));
+  cake_plan *plan;
+  RT(cake_plan_create(gp, &plan));
+  RT(cake_plan_set_dim(plan, "T", T));
+  RT(cake_plan_set_dim(plan, "H", H));
+  RT(cake_plan_set_docs(plan, cu32, N));
+  RT(cake_plan_finalize(plan));
+  size_t ws;
+  RT(cake_plan_workspace_bytes(plan, &ws));
+  CUdeviceptr dx = gpu_alloc(nx * 4), dy = gpu_alloc(nx * 4), db = gpu_alloc(nx * 2), dh = gpu_alloc(nx * 2),
+              dw = gpu_alloc((size_t)(H * D) * 4), ds0 = gpu_alloc(ns * 4), work = gpu_alloc(ws);
+  CK(cuMemcpyHtoD(dx, fx, nx * 4));
+  CK(cuMemcpyHtoD(dy, fy, nx * 4));
+  CK(cuMemcpyHtoD(db, hb, nx * 2));
+  CK(cuMemcpyHtoD(dh, hh, nx * 2));
+  CK(cuMemcpyHtoD(dw, fw, (size_t)(H * D) * 4));
+  CK(cuMemcpyHtoD(ds0, fs0, ns * 4));
+  cake_binding b[16] = {
+      {"x", {dx, CAKE_F32, 3, {T, H, D}, {0}}},   {"y", {dy, CAKE_F32, 3, {T, H, D}, {0}}},
+      {"xb", {db, CAKE_BF16, 3, {T, H, D}, {0}}}, {"xh", {dh, CAKE_F16, 3, {T, H, D}, {0}}},
+      {"w", {dw, CAKE_F32, 2, {H, D}, {0}}},      {"s0", {ds0, CAKE_F32, 3, {N, H, D}, {0}}},
+  };
+  int nb = 6;
+  CUdeviceptr dout[NOUT];
+  size_t bytes[NOUT];
+  for (int o = 0; o < NOUT; o++) {
+    int last = !strcmp(outs[o].name, "dots") ? CH : D;
+    int64_t rows = !strcmp(outs[o].name, "state") ? N : T;
+    bytes[o] = (size_t)(rows * H * last) * 4;
+    dout[o] = gpu_alloc(bytes[o]);
+    b[nb++] = (cake_binding){outs[o].name, {dout[o], outs[o].i32 ? CAKE_I32 : CAKE_F32, 3, {rows, H, last}, {0}}};
+  }
+  void *host[2][NOUT];
+  for (int run = 0; run < 2; run++) {
+    for (int o = 0; o < NOUT; o++) gpu_poison(dout[o], bytes[o]);
+    RT(cake_launch(plan, "run", b, nb, work, ws, 0, 0, NULL));
+    CK(cuCtxSynchronize());
+    for (int o = 0; o < NOUT; o++) {
+      host[run][o] = malloc(bytes[o]);
+      CK(cuMemcpyDtoH(host[run][o], dout[o], bytes[o]));
+    }
+  }
+  int fails = 0;
+  for (int o = 0; o < NOUT; o++) {
+    size_t n = bytes[o] / 4;
+    double *got = malloc(n * 8);
+    long long unwritten = 0;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t u;
+      memcpy(&u, (char *)host[0][o] + 4 * i, 4);
+      if (u == 0xFFFFFFFFu) unwritten++;
+      if (outs[o].i32) got[i] = (double)(int32_t)u;
+      else {
+        float f;
+        memcpy(&f, &u, 4);
+        got[i] = f;
+      }
+    }
+    ErrStats e = err_stats(got, ref[o], (long long)n);
+    int bitwise = memcmp(host[0][o], host[1][o], bytes[o]) == 0;
+    int ok = e.nonfinite == 0 && unwritten == 0 && bitwise &&
+             (outs[o].tol == 0 ? e.max_abs == 0 : e.err_ratio < outs[o].tol);
+    printf("%-8s elements %-7zu err_ratio %.2e max_abs %.2e unwritten %lld nan %lld bitwise %s  %s\n", outs[o].name, n,
+           e.err_ratio, e.max_abs, unwritten, e.nonfinite, bitwise ? "yes" : "NO", ok ? "PASS" : "FAIL");
+    fails += !ok;
+    free(got);
+  }
+  printf("test_ops: %s (%d failing output%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
+  return fails ? 1 : 0;
+}
