@@ -14,7 +14,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_kda import Tensor, tensor  # noqa: E402
+from bench_kda import Cake, Tensor, tensor  # noqa: E402
 
 
 class Binding(C.Structure):
@@ -31,16 +31,11 @@ def main():
     args = ap.parse_args()
     import torch
     import triton.testing
-    L = C.CDLL(args.lib)
-    L.cake_last_error.restype = C.c_char_p
-    L.cake_package_load.argtypes = [C.c_char_p, C.c_void_p, C.POINTER(C.c_void_p)]
-    pkg = C.c_void_p()
-
-    def check(rc, what):
-        if rc:
-            raise RuntimeError(f'{what}: {L.cake_last_error().decode()}')
-
-    check(L.cake_package_load(args.package.encode(), None, C.byref(pkg)), 'load')
+    cake = Cake(args.lib, args.package)
+    L, pkg, check = cake.lib, cake.pkg, cake.check
+    L.cake_plan_chunk_count.restype = C.c_int64
+    L.cake_launch.argtypes = [C.c_void_p, C.c_char_p, C.c_void_p, C.c_int, C.c_uint64, C.c_size_t, C.c_uint64,
+                              C.c_size_t, C.c_void_p]
     manifest = json.load(open(os.path.join(args.package, 'manifest.json')))
     dims = dict(kv.split('=') for kv in args.dims.split(','))
     dt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32, 'i32': torch.int32}
@@ -56,7 +51,6 @@ def main():
         check(L.cake_plan_finalize(plan), 'finalize')
         ws = C.c_size_t()
         check(L.cake_plan_workspace_bytes(plan, C.byref(ws)), 'ws')
-        L.cake_plan_chunk_count.restype = C.c_int64
         env = dict((k, int(v)) for k, v in dims.items())
         env['chunks'] = L.cake_plan_chunk_count(plan)
         env['N'] = 1
@@ -66,15 +60,11 @@ def main():
                 continue
             shape = [env[s] if isinstance(s, str) else s for s in t['shape']]
             x = torch.randn(*shape, device='cuda').to(dt[t['dtype']])
-            if t['name'] == 'g':
-                x = x.to(dt[t['dtype']])
             keep.append(x)
             binds.append(Binding(t['name'].encode(), tensor(x)))
         arr = (Binding * len(binds))(*binds)
         work = torch.empty(max(ws.value, 256), dtype=torch.uint8, device='cuda')
         stream = torch.cuda.current_stream().cuda_stream
-        L.cake_launch.argtypes = [C.c_void_p, C.c_char_p, C.c_void_p, C.c_int, C.c_uint64, C.c_size_t, C.c_uint64,
-                                  C.c_size_t, C.c_void_p]
 
         def run():
             check(L.cake_launch(plan, b'fwd', arr, len(binds), work.data_ptr(), ws.value, 0, 0, stream), 'launch')

@@ -190,3 +190,9 @@ void cir_dump(Buf *o, const CirProgram *p) {
     buf_puts(o, "\n");
   }
 }
+
+int cir_tensor_index(const CirProgram *p, const char *name) {
+  for (int i = 0; i < p->ntensors; i++)
+    if (!strcmp(p->tensors[i]->name, name)) return i;
+  return -1;
+}

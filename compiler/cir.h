@@ -174,5 +174,7 @@ void cir_extent_str(char *buf, size_t n, const CirProgram *p, CirExtent e);
 
 /* Pass: recount uses of every instruction (nuses). */
 void cir_count_uses(CirKernel *k);
+/* The index of tensor `name` in p->tensors, or -1. */
+int cir_tensor_index(const CirProgram *p, const char *name);
 
 #endif

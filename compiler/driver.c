@@ -140,17 +140,13 @@ static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out
 }
 
 static char *read_source(Compilation *c, const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    diag_plain(&c->diag, "cannot read '%s': %s", path, strerror(errno));
-    return NULL;
-  }
   Buf b;
   buf_init(&b);
-  char tmp[65536];
-  size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) buf_put(&b, tmp, n);
-  fclose(f);
+  if (buf_read_file(&b, path)) {
+    diag_plain(&c->diag, "cannot read '%s': %s", path, strerror(errno));
+    buf_free(&b);
+    return NULL;
+  }
   *len = b.len;
   char *s = arena_strndup(&c->arena, b.data ? b.data : "", b.len);
   buf_free(&b);

@@ -1,5 +1,6 @@
 #include "base.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,18 +53,6 @@ char *arena_strndup(Arena *a, const char *s, size_t n) {
 }
 
 char *arena_strdup(Arena *a, const char *s) { return arena_strndup(a, s, strlen(s)); }
-
-char *arena_printf(Arena *a, const char *fmt, ...) {
-  va_list ap, ap2;
-  va_start(ap, fmt);
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *p = arena_alloc(a, (size_t)n + 1);
-  vsnprintf(p, (size_t)n + 1, fmt, ap2);
-  va_end(ap2);
-  return p;
-}
 
 void ptrvec_push(Arena *a, PtrVec *v, void *item) {
   if (v->len == v->cap) {
@@ -128,6 +117,24 @@ char *buf_take(Buf *b) {
   char *d = b->data;
   memset(b, 0, sizeof *b);
   return d;
+}
+
+int buf_read_file(Buf *b, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  size_t start = b->len, n;
+  char tmp[65536];
+  errno = 0;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) buf_put(b, tmp, n);
+  int err = ferror(f) ? (errno ? errno : EIO) : 0; /* reading a directory fails here: EISDIR */
+  fclose(f);
+  if (err) {
+    b->len = start;
+    if (b->data) b->data[start] = 0;
+    errno = err;
+    return -1;
+  }
+  return 0;
 }
 
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {

@@ -23,8 +23,6 @@ void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t size);          /* zeroed, 16-byte aligned */
 char *arena_strdup(Arena *a, const char *s);
 char *arena_strndup(Arena *a, const char *s, size_t n);
-char *arena_printf(Arena *a, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 /* A growable array of pointers living in an arena. */
 typedef struct PtrVec {
@@ -45,6 +43,9 @@ void buf_puts(Buf *b, const char *s);
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_vprintf(Buf *b, const char *fmt, va_list ap);
 char *buf_take(Buf *b); /* NUL-terminated; caller frees */
+/* Appends the bytes of the file at `path`: 0, or -1 with errno set (then
+ * nothing is appended). */
+int buf_read_file(Buf *b, const char *path);
 
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

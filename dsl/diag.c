@@ -69,8 +69,3 @@ void diag_plain(Diag *d, const char *fmt, ...) {
   va_end(ap);
 }
 
-Loc loc_span(Loc a, Loc b) {
-  Loc r = a;
-  if (a.src == b.src && a.line == b.line && b.end_col >= a.col) r.end_col = b.end_col;
-  return r;
-}

@@ -40,6 +40,5 @@ void diag_verror(Diag *d, Loc loc, const char *kind, const char *fmt, va_list ap
 /* An error without a source position (missing file, bad option). */
 void diag_plain(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-Loc loc_span(Loc a, Loc b); /* from a's start to b's end when on one line */
 
 #endif

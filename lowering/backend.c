@@ -126,21 +126,14 @@ static int write_file(const char *path, const void *data, size_t n) {
 }
 
 static unsigned char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *d = malloc((size_t)n + 1);
-  if (n < 0 || !d || fread(d, 1, (size_t)n, f) != (size_t)n) {
-    free(d);
-    fclose(f);
+  Buf b;
+  buf_init(&b);
+  if (buf_read_file(&b, path)) {
+    buf_free(&b);
     return NULL;
   }
-  d[n] = 0;
-  fclose(f);
-  *len = (size_t)n;
-  return d;
+  *len = b.len;
+  return (unsigned char *)buf_take(&b);
 }
 
 /* Run argv in `dir`; its stdout and stderr go to `log`. Returns the exit status. */
@@ -161,12 +154,7 @@ static int run_tool(char *const argv[], const char *dir, Buf *log) {
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  size_t n;
-  unsigned char *out = read_file(logpath, &n);
-  if (out) {
-    buf_put(log, out, n);
-    free(out);
-  }
+  buf_read_file(log, logpath); /* the tool's output, when it wrote any */
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

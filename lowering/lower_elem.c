@@ -70,16 +70,22 @@ static int piece_lanes(int W, int bytes, int align) {
   return n;
 }
 
+/* The byte offset of element (r, c) of a shared tile, and the lanes of each
+ * vector piece of an access of W lanes there: callers pass c as a multiple
+ * of W, and rows are 16-byte aligned. */
+static MlirValue smem_elem_off(LK *L, MlirValue base, int eb, int stride, MlirValue r, MlirValue c, int W, int *pl) {
+  Mlb *b = &L->b;
+  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, stride)), c);
+  int align = W * eb;
+  *pl = piece_lanes(W, eb, align > 16 ? 16 : align);
+  return mlb_add(b, base, mlb_mul(b, idx, mlb_i32(b, eb)));
+}
+
 Vals smem_load_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W) {
   Mlb *b = &L->b;
-  int eb = dtype_bytes(sdt);
-  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, stride)), c);
-  MlirValue off = mlb_add(b, base, mlb_mul(b, idx, mlb_i32(b, eb)));
+  int eb = dtype_bytes(sdt), pl;
+  MlirValue off = smem_elem_off(L, base, eb, stride, r, c, W, &pl);
   Vals out = {.n = W};
-  /* callers pass c as a multiple of W; rows are 16-byte aligned */
-  int align = W * eb;
-  if (align > 16) align = 16;
-  int pl = piece_lanes(W, eb, align);
   for (int l = 0; l < W; l += pl) {
     MlirValue p = smem_ptr(L, l ? mlb_add(b, off, mlb_i32(b, l * eb)) : off);
     if (pl == 1) {
@@ -94,14 +100,9 @@ Vals smem_load_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, M
 
 void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, Vals x) {
   Mlb *b = &L->b;
-  int eb = dtype_bytes(sdt);
-  int W = x.n;
-  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, stride)), c);
-  MlirValue off = mlb_add(b, base, mlb_mul(b, idx, mlb_i32(b, eb)));
-  int align = W * eb;
-  if (align > 16) align = 16;
-  int pl = piece_lanes(W, eb, align);
-  for (int l = 0; l < W; l += pl) {
+  int eb = dtype_bytes(sdt), pl;
+  MlirValue off = smem_elem_off(L, base, eb, stride, r, c, x.n, &pl);
+  for (int l = 0; l < x.n; l += pl) {
     MlirValue p = smem_ptr(L, l ? mlb_add(b, off, mlb_i32(b, l * eb)) : off);
     if (pl == 1) {
       mlb_store(b, to_storage(L, x.v[l], sdt), p, eb);

@@ -50,16 +50,27 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
 
 static void emit_block(LK *L, const CirBlock *blk);
 
+/* Has the scan body a prefetched tile to copy at body position `at` (any
+ * position when at < 0)? */
+static int prefetch_due(LK *L, const CirBlock *body, int at) {
+  for (int i = 0; i < body->len; i++) {
+    const Home *h = home_of(L, body->insts[i]);
+    if (h->async_mode == ASYNC_PREFETCH && (at < 0 || h->refill_after == at)) return 1;
+  }
+  return 0;
+}
+
+/* The shared-memory address of a carry's buffer `phase` (0 or 1). */
+static MlirValue carry_addr(LK *L, const Home *h, MlirValue phase) {
+  Mlb *b = &L->b;
+  if (h->nbufs == 1) return mlb_i32(b, h->offset);
+  return mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
+}
+
 /* Copy the prefetched tiles of chunk `chunk` (all of them when at < 0, else
  * those whose last read is at body position `at`) into their buffers: the
  * scan's chunk index and chunk rows stand for that chunk meanwhile. */
-static int emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at) {
-  int any = 0;
-  for (int i = 0; i < body->len; i++) {
-    const Home *h = home_of(L, body->insts[i]);
-    any |= h->async_mode == ASYNC_PREFETCH && (at < 0 || h->refill_after == at);
-  }
-  if (!any) return 0;
+static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at) {
   Home *ch = home_of(L, cv);
   Home saved_home = *ch;
   ChunkInfo saved = L->chunks[cv->id];
@@ -75,19 +86,14 @@ static int emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVal
   }
   *ch = saved_home;
   L->chunks[cv->id] = saved;
-  return 1;
 }
 
 /* After the last read of some prefetched tiles: their next chunk's copy. */
 static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
   if (!L->scan_body) return;
   Mlb *b = &L->b;
-  int at = L->pos[after->id], any = 0;
-  for (int i = 0; i < L->scan_body->len; i++) {
-    const Home *h = home_of(L, L->scan_body->insts[i]);
-    any |= h->async_mode == ASYNC_PREFETCH && h->refill_after == at;
-  }
-  if (!any) return;
+  int at = L->pos[after->id];
+  if (!prefetch_due(L, L->scan_body, at)) return;
   if (!barrier_done) mlb_barrier(b); /* every thread is done reading the buffer */
   MlbIf more;
   mlb_if_begin(b, &more, L->scan_has_next, 0, NULL);
@@ -115,11 +121,9 @@ static void emit_for(LK *L, const CirInst *f) {
   MlirValue zero = mlb_i32(b, 0), one = mlb_i32(b, 1);
   MlirValue count = mlb_bin(b, "arith.subi", hi, lo);
   const CirInst *cv = NULL;
-  int prefetch = 0;
-  for (int i = 0; i < body->len; i++) {
+  for (int i = 0; i < body->len; i++)
     if (body->insts[i]->op == OP_CHUNKVAR) cv = body->insts[i];
-    prefetch |= home_of(L, body->insts[i])->async_mode == ASYNC_PREFETCH;
-  }
+  int prefetch = prefetch_due(L, body, -1);
   /* the first chunk's prefetched tiles go to buffer 0 before the loop */
   if (prefetch) {
     MlirValue first = f->reverse ? mlb_bin(b, "arith.subi", hi, one) : lo;
@@ -157,8 +161,7 @@ static void emit_for(LK *L, const CirInst *f) {
       h->emitted = 1;
       load_chunk(L, c, chunk);
     } else if (c->op == OP_CARRY) {
-      h->dyn = h->nbufs == 1 ? mlb_i32(b, h->offset)
-                             : mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
+      h->dyn = carry_addr(L, h, phase);
     } else if (c->op == OP_YIELD) {
       yield = c;
     }
@@ -171,9 +174,7 @@ static void emit_for(LK *L, const CirInst *f) {
     if (c->op != OP_CARRY) continue;
     Home *h = home_of(L, c);
     if (home_of(L, yield->args[c->axis])->epilogue) continue; /* written by its matmul */
-    MlirValue dst = h->nbufs == 1 ? mlb_i32(b, h->offset)
-                                  : mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, other, mlb_i32(b, h->bytes)));
-    materialize_to(L, yield->args[c->axis], dst, h->sdt, h->stride, 0);
+    materialize_to(L, yield->args[c->axis], carry_addr(L, h, other), h->sdt, h->stride, 0);
   }
   mlb_barrier(b);
   emit_refill(L, yield, 1);
@@ -185,8 +186,7 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     if (c->op != OP_CARRY) continue;
     Home *ch = home_of(L, c);
-    ch->dyn = ch->nbufs == 1 ? mlb_i32(b, ch->offset)
-                             : mlb_add(b, mlb_i32(b, ch->offset), mlb_mul(b, final_phase, mlb_i32(b, ch->bytes)));
+    ch->dyn = carry_addr(L, ch, final_phase);
   }
 }
 

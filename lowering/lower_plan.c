@@ -109,8 +109,7 @@ static void choose_homes(LK *L, const CirBlock *b) {
       case OP_FORRES: h->kind = H_SMEM; continue; /* aliases the carry, set after the scan */
       default: break;
     }
-    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_SCAN ||
-        (kind == OK_REDUCE)) {
+    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_SCAN || kind == OK_REDUCE) {
       set_smem(h, in->ty.dt, R, C);
       continue;
     }
@@ -575,6 +574,31 @@ static void refine_homes(LK *L, const CirBlock *b) {
   }
 }
 
+/* Developer aid (CAKE_TRACE_PLAN=1): what is live where shared memory
+ * peaks, then the whole plan, on stderr. */
+static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
+  int best = -1, top = 0;
+  for (int t = 0; t < P->next_pos; t++) {
+    int used = 0;
+    for (int k = 0; k < n; k++)
+      if (bufs[k].start <= t && t <= bufs[k].end && bufs[k].off + bufs[k].size > used) used = bufs[k].off + bufs[k].size;
+    if (used > top) top = used, best = t;
+  }
+  fprintf(stderr, "peak of kernel %s at position %d:", L->k->name, best);
+  for (int k = 0; k < n; k++)
+    if (bufs[k].start <= best && best <= bufs[k].end) fprintf(stderr, " %%%d:%d", bufs[k].id, bufs[k].size);
+  fprintf(stderr, "\n");
+  /* the whole plan */
+  fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
+  for (int i = 0; i < L->nids; i++) {
+    const Home *h = &L->homes[i];
+    const CirInst *in = P->all[i];
+    if (!in || h->kind != H_SMEM || in->op == OP_FORRES) continue;
+    fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i, cake_ops[in->op].spelling,
+            dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start, h->end, in->loc.line);
+  }
+}
+
 void plan_kernel(LK *L) {
   Plan P = {0};
   P.L = L;
@@ -583,36 +607,15 @@ void plan_kernel(LK *L) {
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);
   plan_in_place_carries(L, &L->k->body);
-  if (!getenv("CAKE_NO_EPILOGUE")) plan_epilogues(L, &L->k->body); /* the env var: a developer aid */
+  plan_epilogues(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
   collect_bufs(L, &L->k->body, &bufs, &n, &cap);
   L->smem_bytes = allocate(bufs, n);
-  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: what is live where shared memory peaks */
-    int best = -1, top = 0;
-    for (int t = 0; t < P.next_pos; t++) {
-      int used = 0;
-      for (int k = 0; k < n; k++)
-        if (bufs[k].start <= t && t <= bufs[k].end && bufs[k].off + bufs[k].size > used) used = bufs[k].off + bufs[k].size;
-      if (used > top) top = used, best = t;
-    }
-    fprintf(stderr, "peak of kernel %s at position %d:", L->k->name, best);
-    for (int k = 0; k < n; k++)
-      if (bufs[k].start <= best && best <= bufs[k].end) fprintf(stderr, " %%%d:%d", bufs[k].id, bufs[k].size);
-    fprintf(stderr, "\n");
-  }
-  if (getenv("CAKE_TRACE_PLAN")) { /* developer aid: the shared-memory plan */
-    fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
-    for (int i = 0; i < L->nids; i++) {
-      const Home *h = &L->homes[i];
-      const CirInst *in = P.all[i];
-      if (!in || h->kind != H_SMEM || in->op == OP_FORRES) continue;
-      fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i, cake_ops[in->op].spelling,
-              dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start, h->end, in->loc.line);
-    }
-  }
+  if (getenv("CAKE_TRACE_PLAN")) trace_plan(L, &P, bufs, n);
   free(bufs);
   free(P.all);
 }
+
 

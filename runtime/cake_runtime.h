@@ -118,7 +118,8 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
 /* Launch the stages of `entry` in order on `stream` (a CUstream; 0 = the
  * default stream) in the current CUDA context. Validates first, including
  * that every pointer is device memory of the current device. The workspace
- * must hold cake_plan_workspace_bytes() bytes (the same for `saved`).
+ * must hold cake_plan_workspace_bytes() bytes and be 256-byte aligned (the
+ * same for `saved`; cuMemAlloc's pointers are).
  * The runtime writes its chunk tables into the workspace with a stream-
  * ordered copy before the first stage. */
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,

@@ -8,6 +8,7 @@
  * usage: test_ops PACKAGE_DIR [--seed N] [--spec ops.cake] [--interp-only]
  * (ops.cake is found beside the package, or given with --spec PATH;
  * --interp-only runs the CPU half alone and needs no GPU) */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,21 +25,6 @@ typedef struct Out {
   double tol; /* on the error ratio; 0 = bit exact */
 } Out;
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = calloc((size_t)n + 1, 1);
-  if (fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  fclose(f);
-  return s;
-}
-
 static uint16_t f32_to_f16(float f) { /* round to nearest even; the inputs are small normals */
   _Float16 h = (_Float16)f;
   uint16_t u;
@@ -47,10 +33,12 @@ static uint16_t f32_to_f16(float f) { /* round to nearest even; the inputs are s
 }
 
 static int tensor_index(const CirProgram *p, const char *name) {
-  for (int i = 0; i < p->ntensors; i++)
-    if (!strcmp(p->tensors[i]->name, name)) return i;
-  fprintf(stderr, "FAIL: ops.cake has no tensor %s\n", name);
-  exit(1);
+  int i = cir_tensor_index(p, name);
+  if (i < 0) {
+    fprintf(stderr, "FAIL: ops.cake has no tensor %s\n", name);
+    exit(1);
+  }
+  return i;
 }
 
 int main(int argc, char **argv) {
@@ -70,16 +58,17 @@ int main(int argc, char **argv) {
   printf("test_ops: seed %llu\n", (unsigned long long)seed);
 
   /* the interpreter's program */
-  char *text = read_text(spec);
-  if (!text) {
-    fprintf(stderr, "FAIL: cannot read %s\n", spec);
+  Buf text;
+  buf_init(&text);
+  if (buf_read_file(&text, spec)) {
+    fprintf(stderr, "FAIL: cannot read %s: %s\n", spec, strerror(errno));
     return 1;
   }
   Arena arena;
   Diag diag;
   arena_init(&arena);
   diag_init(&diag, 20);
-  Source src = {"ops.cake", text, strlen(text)};
+  Source src = {"ops.cake", text.data, text.len};
   Program *ast = cake_parse(&arena, &diag, &src);
   CirProgram *prog = ast ? cake_sema(&arena, &diag, ast, NULL) : NULL;
   if (!prog) {

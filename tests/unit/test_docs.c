@@ -8,15 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base.h"
 #include "ops.h"
 
 static void every_op_is_documented(void **st) {
-  FILE *f = fopen(CAKE_SOURCE_DIR "/dsl/README.md", "rb");
-  assert_non_null(f);
-  static char text[1 << 20];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  Buf doc;
+  buf_init(&doc);
+  assert_int_equal(buf_read_file(&doc, CAKE_SOURCE_DIR "/dsl/README.md"), 0);
+  const char *text = doc.data;
   int missing = 0;
   for (int i = 0; i < OP__COUNT; i++) {
     const OpInfo *o = &cake_ops[i];
@@ -44,6 +43,7 @@ static void every_op_is_documented(void **st) {
       missing++;
     }
   }
+  buf_free(&doc);
   assert_int_equal(missing, 0);
 }
 

@@ -32,6 +32,19 @@ static Fx *front(const char *text) {
 
 static const char *diags(Fx *f) { return f->diag.out.data ? f->diag.out.data : ""; }
 
+/* Each text and a diagnostic it must produce (all of them shown when not). */
+typedef struct DiagCase {
+  const char *text, *msg;
+} DiagCase;
+
+static void expect_diags(const DiagCase *cases, int n) {
+  for (int i = 0; i < n; i++) {
+    const char *out = diags(front(cases[i].text));
+    if (!strstr(out, cases[i].msg)) print_error("case %d: expected \"%s\" in:\n%s", i, cases[i].msg, out);
+    assert_non_null(strstr(out, cases[i].msg));
+  }
+}
+
 #define HEADER                 \
   "program t\n"                \
   "dim T, H, N\n"              \
@@ -119,32 +132,38 @@ static void error_cap(void **st) {
 }
 
 static void dtype_and_shape_errors(void **st) {
-  Fx *f = front(HEADER "kernel k over (c in chunks, h in H) {\n"
-                       "  a = load g[c, h, :]\n"
-                       "  p = a @ a.T\n"
-                       "}\n");
-  assert_true(strstr(diags(f), "'@' operands must both be bf16 or both f16") != NULL);
-  f = front(HEADER "kernel k over (c in chunks, h in H) {\n"
-                   "  a = load g[c, h, :]\n"
-                   "  b = sum(a, 1)\n"
-                   "  x = a + b\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "shape mismatch in '+': f32[64, 128] and f32[64] have different ranks") != NULL);
-  f = front(HEADER "kernel k over (c in chunks, h in H) {\n"
-                   "  store o[c, h, :] = load q[c, h, :]\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "dtype mismatch: 'o' holds f32, the stored value is bf16") != NULL);
+  static const DiagCase cases[] = {
+      {HEADER "kernel k over (c in chunks, h in H) {\n"
+              "  a = load g[c, h, :]\n"
+              "  p = a @ a.T\n"
+              "}\n",
+       "'@' operands must both be bf16 or both f16"},
+      {HEADER "kernel k over (c in chunks, h in H) {\n"
+              "  a = load g[c, h, :]\n"
+              "  b = sum(a, 1)\n"
+              "  x = a + b\n"
+              "}\n",
+       "shape mismatch in '+': f32[64, 128] and f32[64] have different ranks"},
+      {HEADER "kernel k over (c in chunks, h in H) {\n"
+              "  store o[c, h, :] = load q[c, h, :]\n"
+              "}\n",
+       "dtype mismatch: 'o' holds f32, the stored value is bf16"},
+  };
+  expect_diags(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 static void window_errors(void **st) {
-  Fx *f = front(HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[h, c, :]\n}\n");
-  assert_true(strstr(diags(f), "chunk index used on axis 1 of 'q'") != NULL);
-  f = front(HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[c, :]\n}\n");
-  assert_true(strstr(diags(f), "'q' has 3 axes, but the window gives 2 indices") != NULL);
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n  a = load h0[n, h, :, :]\n}\n");
-  assert_true(strstr(diags(f), "'h0' is optional and may be absent") != NULL);
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n  a = load q[n, h, :] or 0\n}\n");
-  assert_true(strstr(diags(f), "index 'n' runs over N, but axis 0 of 'q' has extent T") != NULL);
+  static const DiagCase cases[] = {
+      {HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[h, c, :]\n}\n",
+       "chunk index used on axis 1 of 'q'"},
+      {HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[c, :]\n}\n",
+       "'q' has 3 axes, but the window gives 2 indices"},
+      {HEADER "kernel k over (n in docs, h in H) {\n  a = load h0[n, h, :, :]\n}\n",
+       "'h0' is optional and may be absent"},
+      {HEADER "kernel k over (n in docs, h in H) {\n  a = load q[n, h, :] or 0\n}\n",
+       "index 'n' runs over N, but axis 0 of 'q' has extent T"},
+  };
+  expect_diags(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 static void scan_carry_rules(void **st) {
@@ -156,36 +175,39 @@ static void scan_carry_rules(void **st) {
                           "}\n";
   Fx *f = front(ok);
   assert_string_equal(diags(f), "");
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n"
-                   "  S = load h0[n, h, :, :] or 0\n"
-                   "  x = 1.0\n"
-                   "  for c in chunks(n) carry S {\n"
-                   "    x = 2.0\n"
-                   "    S = S * x\n"
-                   "  }\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "'x' is defined outside the scan; only its carried values may be reassigned") != NULL);
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n"
-                   "  S = load h0[n, h, :, :] or 0\n"
-                   "  for c in chunks(n) carry S {\n"
-                   "    S = sum(S, 0)\n"
-                   "  }\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "carried value 'S' is f32[128, 64], but this assigns f32[64]") != NULL);
-  f = front(HEADER "kernel k over (c in chunks, h in H) {\n"
-                   "  S = 0.0\n"
-                   "  for t in chunks(c) carry S {\n    S = S + 1.0\n  }\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "'c' is not a grid index over docs") != NULL);
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n"
-                   "  for c in chunks(n) carry S {\n    S = 1.0\n  }\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "carried value 'S' must be given its initial value before the scan") != NULL);
-  f = front(HEADER "kernel k over (n in docs, h in H) {\n"
-                   "  S = 0.0\n"
-                   "  for c in chunks(n) carry S {\n    y = 1.0\n  }\n"
-                   "}\n");
-  assert_true(strstr(diags(f), "carried value 'S' is never assigned in the scan body") != NULL);
+  static const DiagCase cases[] = {
+      {HEADER "kernel k over (n in docs, h in H) {\n"
+              "  S = load h0[n, h, :, :] or 0\n"
+              "  x = 1.0\n"
+              "  for c in chunks(n) carry S {\n"
+              "    x = 2.0\n"
+              "    S = S * x\n"
+              "  }\n"
+              "}\n",
+       "'x' is defined outside the scan; only its carried values may be reassigned"},
+      {HEADER "kernel k over (n in docs, h in H) {\n"
+              "  S = load h0[n, h, :, :] or 0\n"
+              "  for c in chunks(n) carry S {\n"
+              "    S = sum(S, 0)\n"
+              "  }\n"
+              "}\n",
+       "carried value 'S' is f32[128, 64], but this assigns f32[64]"},
+      {HEADER "kernel k over (c in chunks, h in H) {\n"
+              "  S = 0.0\n"
+              "  for t in chunks(c) carry S {\n    S = S + 1.0\n  }\n"
+              "}\n",
+       "'c' is not a grid index over docs"},
+      {HEADER "kernel k over (n in docs, h in H) {\n"
+              "  for c in chunks(n) carry S {\n    S = 1.0\n  }\n"
+              "}\n",
+       "carried value 'S' must be given its initial value before the scan"},
+      {HEADER "kernel k over (n in docs, h in H) {\n"
+              "  S = 0.0\n"
+              "  for c in chunks(n) carry S {\n    y = 1.0\n  }\n"
+              "}\n",
+       "carried value 'S' is never assigned in the scan body"},
+  };
+  expect_diags(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
 static void redefinition_and_notes(void **st) {

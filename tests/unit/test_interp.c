@@ -39,15 +39,10 @@ static double urand(void) {
 }
 
 static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = calloc((size_t)n + 1, 1);
-  assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  return s;
+  Buf b;
+  buf_init(&b);
+  assert_int_equal(buf_read_file(&b, path), 0);
+  return buf_take(&b);
 }
 
 static void rounding(void **st) {

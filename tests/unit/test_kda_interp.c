@@ -26,14 +26,12 @@ static Program *g_ast;
 static int setup(void **st) {
   arena_init(&g_arena);
   diag_init(&g_diag, 20);
-  FILE *f = fopen(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "rb");
-  if (!f) return -1;
-  static char text[1 << 16];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
+  Buf text;
+  buf_init(&text);
+  if (buf_read_file(&text, CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake")) return -1;
   Source *src = arena_alloc(&g_arena, sizeof(Source));
-  *src = (Source){"kda_fwd.cake", text, n};
+  *src = (Source){"kda_fwd.cake", arena_strndup(&g_arena, text.data, text.len), text.len};
+  buf_free(&text);
   g_ast = cake_parse(&g_arena, &g_diag, src);
   return g_ast ? 0 : -1;
 }
@@ -73,12 +71,6 @@ static double ratio(const double *a, const double *b, size_t n) {
   return sqrt(se / sr);
 }
 
-static int tensor_index(const CirProgram *p, const char *name) {
-  for (int i = 0; i < p->ntensors; i++)
-    if (!strcmp(p->tensors[i]->name, name)) return i;
-  return -1;
-}
-
 static void run_case(const Case *cs) {
   CirOptionSet set = {{"gate", "qk_norm", "beta_logits", "vblock"},
                       {cs->gate, cs->qk_norm, cs->beta_logits, cs->vblock ? cs->vblock : "v32"}, 4};
@@ -116,16 +108,16 @@ static void run_case(const Case *cs) {
   long long nchunks = cake_interp_chunk_count(p, T, cs->cu, N);
   dims[0] = T, dims[1] = N, dims[2] = H;
   double *tensors[32] = {0};
-  tensors[tensor_index(p, "q")] = q;
-  tensors[tensor_index(p, "k")] = k;
-  tensors[tensor_index(p, "v")] = v;
-  tensors[tensor_index(p, "g")] = g;
-  tensors[tensor_index(p, "beta")] = beta;
-  if (tensor_index(p, "A_log") >= 0) tensors[tensor_index(p, "A_log")] = A_log;
-  if (tensor_index(p, "dt_bias") >= 0) tensors[tensor_index(p, "dt_bias")] = dt_bias;
-  tensors[tensor_index(p, "h0")] = cs->with_h0 ? h0 : NULL;
-  tensors[tensor_index(p, "o")] = o;
-  tensors[tensor_index(p, "ht")] = ht;
+  tensors[cir_tensor_index(p, "q")] = q;
+  tensors[cir_tensor_index(p, "k")] = k;
+  tensors[cir_tensor_index(p, "v")] = v;
+  tensors[cir_tensor_index(p, "g")] = g;
+  tensors[cir_tensor_index(p, "beta")] = beta;
+  if (cir_tensor_index(p, "A_log") >= 0) tensors[cir_tensor_index(p, "A_log")] = A_log;
+  if (cir_tensor_index(p, "dt_bias") >= 0) tensors[cir_tensor_index(p, "dt_bias")] = dt_bias;
+  tensors[cir_tensor_index(p, "h0")] = cs->with_h0 ? h0 : NULL;
+  tensors[cir_tensor_index(p, "o")] = o;
+  tensors[cir_tensor_index(p, "ht")] = ht;
   /* temps */
   long long tdims[8] = {T, N, H, nchunks};
   void *temps[8];
