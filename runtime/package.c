@@ -535,7 +535,10 @@ cake_status cake_package_variant(const cake_package *pkg, const char *name, cons
         int known = 0;
         for (int o = 0; eq && eq < end && o < p->noptions; o++)
           known |= strlen(p->options[o].name) == (size_t)(eq - q) && !strncmp(q, p->options[o].name, (size_t)(eq - q));
-        if (!known) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no option '%.*s'", name, (int)(end - q), q);
+        if (!known) {
+          int len = (int)((eq && eq < end ? eq : end) - q);
+          return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no option '%.*s'", name, len, q);
+        }
         q = *end ? end + 1 : end;
       }
       *out = p;

@@ -66,6 +66,7 @@ cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
 }
 
 cake_status cake_plan_get_dim(const cake_plan *p, const char *name, int64_t *value) {
+  if (!p || !name || !value) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_get_dim: plan, name and value are required");
   for (int i = 0; i < p->prog->ndims; i++)
     if (!strcmp(p->prog->dims[i], name)) {
       if (!p->dim_set[i]) return rt_fail(CAKE_ERR_ARGUMENT, "dim '%s' is not set", name);

@@ -15,7 +15,7 @@
 #include "cake.h"
 #include "rt.h"
 
-static char g_pkg[500];
+static char g_pkg[500], g_opts[500]; /* first.cake; tests/lit/diag/options.cake (6 variants) */
 
 static int make_package(void **st) {
   const char *t = getenv("TMPDIR");
@@ -26,6 +26,13 @@ static int make_package(void **st) {
   cake_options opt = {.emit = "package", .archs = "sm_90a", .output = g_pkg};
   cake_result *r;
   int rc = cake_compile(&src, 1, &opt, &r);
+  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
+  cake_result_free(r);
+  if (rc) return rc;
+  snprintf(g_opts, sizeof g_opts, "%.*s/opts", (int)(strlen(g_pkg) - 4), g_pkg);
+  src.name = CAKE_SOURCE_DIR "/tests/lit/diag/options.cake";
+  opt.output = g_opts;
+  rc = cake_compile(&src, 1, &opt, &r);
   if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
   cake_result_free(r);
   return rc;
@@ -69,11 +76,22 @@ static void plan_layout_and_docs(void **st) {
   assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
   assert_string_equal(cake_last_error(), "dim 'T' of program 'first' is not set");
   assert_int_equal(cake_plan_set_dim(plan, "Q", 1), CAKE_ERR_ARGUMENT);
+  int64_t dim = -1;
+  assert_int_equal(cake_plan_get_dim(plan, "T", &dim), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "dim 'T' is not set");
   assert_int_equal(cake_plan_set_dim(plan, "T", 1000), CAKE_OK);
   assert_int_equal(cake_plan_set_dim(plan, "H", 3), CAKE_OK);
-  size_t ws = 0, off, bytes;
+  assert_int_equal(cake_plan_get_dim(plan, "T", &dim), CAKE_OK);
+  assert_int_equal(dim, 1000);
+  assert_int_equal(cake_plan_get_dim(plan, "Q", &dim), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "program 'first' has no dim 'Q'");
+  assert_int_equal(cake_plan_get_dim(plan, "T", NULL), CAKE_ERR_ARGUMENT);
+  size_t ws = 0, off, bytes, saved = 1;
   assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_ERR_PLAN);
+  assert_int_equal(cake_plan_saved_bytes(plan, &saved), CAKE_ERR_PLAN);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  assert_int_equal(cake_plan_saved_bytes(plan, &saved), CAKE_OK);
+  assert_int_equal(saved, 0); /* the first program saves nothing */
   assert_int_equal(cake_plan_chunk_count(plan), 16);
   assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_OK);
   assert_int_equal(ws, 256); /* 16 chunks x 16 bytes, rounded to 256 */
@@ -287,12 +305,35 @@ static void out_of_memory_paths(void **st) {
   assert_true(loaded);
 }
 
+static void variants_by_options(void **st) {
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_opts, NULL, &pkg), CAKE_OK);
+  assert_int_equal(cake_package_program_count(pkg), 6);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "opts", &p), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(),
+                      "program 'opts' has 6 variants in the package; choose one with cake_package_variant");
+  assert_int_equal(cake_package_variant(pkg, "opts", NULL, &p), CAKE_OK); /* every option at its default */
+  assert_string_equal(cake_program_variant(p), "mode=a,fast=true");
+  assert_int_equal(cake_package_variant(pkg, "opts", "mode=b", &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "mode=b,fast=true");
+  assert_int_equal(cake_package_variant(pkg, "opts", "fast=false,mode=c", &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "mode=c,fast=false");
+  assert_int_equal(cake_package_variant(pkg, "opts", "mode=b,nope=1", &p), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "program 'opts' has no option 'nope'");
+  assert_int_equal(cake_package_variant(pkg, "opts", "mode=z", &p), CAKE_ERR_NOT_FOUND);
+  assert_string_equal(cake_last_error(), "the package has no variant of 'opts' with options 'mode=z'");
+  assert_int_equal(cake_package_variant(pkg, "first", NULL, &p), CAKE_ERR_NOT_FOUND);
+  assert_null(cake_program_variant(NULL));
+  cake_package_free(pkg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(loads_and_describes),  cmocka_unit_test(plan_layout_and_docs),
       cmocka_unit_test(validation_messages),  cmocka_unit_test(integrity_failures),
       cmocka_unit_test(sha256_matches_openssl), cmocka_unit_test(json_reader),
-      cmocka_unit_test(out_of_memory_paths),
+      cmocka_unit_test(out_of_memory_paths),  cmocka_unit_test(variants_by_options),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
 }
