@@ -1,5 +1,6 @@
 #include "abi.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks, int *docs) {
@@ -16,20 +17,29 @@ static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks
 }
 
 static KernelArg *push(KernelAbi *abi) {
-  CAKE_ASSERT(abi->nargs < (int)(sizeof abi->args / sizeof abi->args[0]));
   KernelArg *a = &abi->args[abi->nargs++];
   memset(a, 0, sizeof *a);
   return a;
 }
 
-void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
+int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   memset(abi, 0, sizeof *abi);
-  int tensors[256] = {0}, params[256] = {0}, chunks = 0, docs = 0;
-  CAKE_ASSERT(p->ntensors <= 256 && p->nparams <= 256);
+  int *tensors = calloc((size_t)p->ntensors + 1, sizeof(int)), *params = calloc((size_t)p->nparams + 1, sizeof(int));
+  int chunks = 0, docs = 0;
+  if (!tensors || !params) cake_die("out of memory");
   scan_block(&k->body, tensors, params, &chunks, &docs);
   for (int i = 0; i < k->naxes; i++) {
     if (k->axes[i].kind == GA_CHUNKS) chunks = 1;
     if (k->axes[i].kind == GA_DOCS) docs = 1;
+  }
+  int count = chunks + docs + p->ndims;
+  for (int i = 0; i < p->ntensors; i++) count += tensors[i];
+  for (int i = 0; i < p->nparams; i++) count += params[i];
+  if (count > CAKE_MAX_KERNEL_ARGS) {
+    abi->nargs = count;
+    free(tensors);
+    free(params);
+    return -1;
   }
   for (int i = 0; i < p->ntensors; i++) {
     if (!tensors[i]) continue;
@@ -80,6 +90,9 @@ void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   for (int i = 0; i < k->naxes; i++)
     if (k->axes[i].kind == GA_RANGE) order[n++] = i;
   for (int i = 0; i < 3; i++) abi->grid_axis_of_dim[i] = i < n ? order[i] : -1;
+  free(tensors);
+  free(params);
+  return 0;
 }
 
 int abi_find(const KernelAbi *abi, ArgWhat what, const void *ptr, int dim) {

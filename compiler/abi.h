@@ -4,7 +4,8 @@
  * lowering builds the kernel signature from it and the package manifest
  * records it, so the two cannot drift apart. Order: the tensors the kernel
  * touches (program order), the plan tables it needs, every program dim (i32),
- * the chunk count when it reads the chunk table, the scalar params it reads.
+ * the scalar params it reads. The runtime takes at most
+ * CAKE_MAX_KERNEL_ARGS of them per kernel.
  */
 #ifndef CAKE_ABI_H
 #define CAKE_ABI_H
@@ -29,13 +30,17 @@ typedef struct KernelArg {
   const CirParam *param;
 } KernelArg;
 
+enum { CAKE_MAX_KERNEL_ARGS = 64 };
+
 typedef struct KernelAbi {
-  KernelArg args[64];
+  KernelArg args[CAKE_MAX_KERNEL_ARGS];
   int nargs;
   int grid_axis_of_dim[3]; /* grid dimension (x=0, y=1, z=2) -> kernel axis index */
 } KernelAbi;
 
-void cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi);
+/* 0, or -1 when the kernel would take more than CAKE_MAX_KERNEL_ARGS
+ * arguments (abi->nargs then holds how many, abi->args nothing). */
+int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi);
 /* Index of the arg with this `what` (and tensor/dim/param), or -1. */
 int abi_find(const KernelAbi *abi, ArgWhat what, const void *ptr, int dim);
 

@@ -128,10 +128,12 @@ typedef struct CirOption {
   Loc loc;
 } CirOption;
 
+enum { CIR_MAX_OPTIONS = 16 }; /* options per program */
+
 /* Chosen option values (name=value pairs); options not named take their default. */
 typedef struct CirOptionSet {
-  const char *names[16];
-  const char *values[16];
+  const char *names[CIR_MAX_OPTIONS];
+  const char *values[CIR_MAX_OPTIONS];
   int n;
 } CirOptionSet;
 

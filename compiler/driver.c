@@ -128,7 +128,7 @@ static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out
       diag_plain(&c->diag, "--option expects name=value, got '%s'", tok);
       return -1;
     }
-    if (out->n == 16) {
+    if (out->n == CIR_MAX_OPTIONS) {
       diag_plain(&c->diag, "too many --option values");
       return -1;
     }
@@ -331,7 +331,15 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
     rc = 0;
     const CirKernel *k = p->kernels[ki];
     KernelAbi abi;
-    cir_kernel_abi(p, k, &abi);
+    if (cir_kernel_abi(p, k, &abi)) {
+      diag_error(&c->diag, k->loc,
+                 "kernel '%s' takes %d arguments (the tensors it touches, its tables, every dim, the params it "
+                 "reads); at most %d are supported: split it",
+                 k->name, abi.nargs, CAKE_MAX_KERNEL_ARGS);
+      rc = 1;
+      failed = 1;
+      continue;
+    }
     KernelBinary bins[8];
     int nb = 0;
     cJSON *sj = NULL, *kjs = NULL;
@@ -505,7 +513,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
   }
 
   CirOptionSet want = {0};
-  int want_used[16] = {0};
+  int want_used[CIR_MAX_OPTIONS] = {0};
   if (opt->options && parse_option_list(c, opt->options, &want)) {
     rc = 2;
     goto done;
@@ -535,7 +543,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
     CirOption *decl;
     int nopt = cake_program_options(&c->arena, &c->diag, ast, &decl);
     if (nopt < 0) continue;
-    int idx[16] = {0}, fixed[16];
+    int idx[CIR_MAX_OPTIONS] = {0}, fixed[CIR_MAX_OPTIONS];
     for (int o = 0; o < nopt; o++) {
       fixed[o] = -1;
       for (int w = 0; w < want.n; w++)

@@ -1199,6 +1199,7 @@ int cake_program_options(Arena *arena, Diag *diag, const Program *ast, CirOption
       diag_error(diag, d->value->loc, "the default '%s' of option '%s' is not one of its values", o->def, o->name);
     for (int m = 0; m < k; m++)
       if (!strcmp(opts[m].name, o->name)) diag_error(diag, o->loc, "option '%s' is declared twice", o->name);
+    if (k == CIR_MAX_OPTIONS) diag_error(diag, o->loc, "a program may declare at most %d options", CIR_MAX_OPTIONS);
     k++;
   }
   if (k != n) {

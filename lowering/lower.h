@@ -88,7 +88,7 @@ typedef struct LK {
   ChunkInfo *chunks; /* by instruction id of chunk indices */
   int *pos;          /* program position by id */
   int nids;
-  MlirValue args[64];
+  MlirValue args[CAKE_MAX_KERNEL_ARGS];
   MlirValue tid, smem;
   MlirValue grid[CIR_MAX_AXES];
   int nthreads;

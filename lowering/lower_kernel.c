@@ -349,8 +349,8 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
     mlirBlockAppendOwnedOperation(mblock, mlirOperationCreate(&gs));
   }
 
-  MlirType atypes[64];
-  MlirLocation alocs[64];
+  MlirType atypes[CAKE_MAX_KERNEL_ARGS];
+  MlirLocation alocs[CAKE_MAX_KERNEL_ARGS];
   for (int i = 0; i < abi->nargs; i++) {
     atypes[i] = arg_type(b, &abi->args[i]);
     alocs[i] = b->loc;

@@ -67,7 +67,7 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
     if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do (e.g. no tokens) */
     void *fn;
     if ((s = rt_load_stage(prog->pkg, st, ctx, target, &fn))) return s;
-    void *params[64];
+    void *params[64]; /* the compiler gives a kernel at most 64 arguments (CAKE_MAX_KERNEL_ARGS) */
     union { uint64_t p; int32_t i; float f; } vals[64];
     if (st->nargs > 64) return rt_fail(CAKE_ERR_PACKAGE, "stage '%s' has too many arguments", st->name);
     for (int a = 0; a < st->nargs; a++) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cake.h"
@@ -69,12 +70,35 @@ static void same_output_twice(void **st) {
   cake_result_free(b);
 }
 
+/* A kernel that would take more arguments than the runtime passes is an
+ * error at the kernel, not a crash. */
+static void too_many_kernel_arguments(void **st) {
+  char text[8192] = "program wide\ndim T\nconst C = 16\nsequence T, chunk C\n";
+  char body[4096] = "kernel k over (c in chunks) {\n  s = 0.0";
+  for (int i = 0; i < 64; i++) {
+    sprintf(text + strlen(text), "in x%d : f32[T, 16]\n", i);
+    sprintf(body + strlen(body), " + load x%d[c, :]", i);
+  }
+  strcat(text, "out y : f32[T, 16]\n");
+  strcat(text, body);
+  strcat(text, "\n  store y[c, :] = s\n}\n");
+  cake_source src = {"wide.cake", text};
+  cake_options opt = {.emit = "ptx", .archs = "sm_90a"};
+  cake_result *r;
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 1);
+  assert_non_null(strstr(cake_result_diagnostics(r),
+                         "wide.cake:70:8: error: kernel 'k' takes 68 arguments (the tensors it touches, its tables, "
+                         "every dim, the params it reads); at most 64 are supported: split it"));
+  cake_result_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(compiles_a_string_to_ptx),
       cmocka_unit_test(returns_diagnostics),
       cmocka_unit_test(rejects_bad_options),
       cmocka_unit_test(same_output_twice),
+      cmocka_unit_test(too_many_kernel_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

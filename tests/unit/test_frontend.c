@@ -210,6 +210,21 @@ static void scan_carry_rules(void **st) {
   expect_diags(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
+static void option_count_limit(void **st) {
+  char text[4096] = "program t\ndim T\n";
+  for (int i = 0; i < CIR_MAX_OPTIONS + 1; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  strcat(text, "kernel k over (i in T) { }\n");
+  Fx *f = front(text);
+  CirOption *opts;
+  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), -1);
+  assert_true(strstr(diags(f), "t.cake:19:8: error: a program may declare at most 16 options") != NULL);
+  /* sixteen are fine */
+  strcpy(text, "program t\ndim T\n");
+  for (int i = 0; i < CIR_MAX_OPTIONS; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  f = front(text);
+  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), CIR_MAX_OPTIONS);
+}
+
 static void redefinition_and_notes(void **st) {
   Fx *f = front("program t\ndim T\nconst T = 3\nkernel k over (i in 4) { }\n");
   assert_true(strstr(diags(f), "t.cake:3:7: error: redefinition of 'T'") != NULL);
@@ -231,7 +246,7 @@ int main(void) {
       cmocka_unit_test(syntax_error_location),  cmocka_unit_test(several_errors_reported),
       cmocka_unit_test(error_cap),              cmocka_unit_test(dtype_and_shape_errors),
       cmocka_unit_test(window_errors),          cmocka_unit_test(scan_carry_rules),
-      cmocka_unit_test(redefinition_and_notes), cmocka_unit_test(ast_dump_shape),
+      cmocka_unit_test(option_count_limit), cmocka_unit_test(redefinition_and_notes), cmocka_unit_test(ast_dump_shape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
