@@ -11,7 +11,7 @@ stages are timed from the torch profiler. Cake's output is also compared with
 fla's (error ratio) as a sanity check.
 
     python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor \
-        --package .carry/package --lib .carry/lib/libcakert.so --out $OUT
+        --package .carry/package --lib .carry/lib/libcakert.so --out /tmp/cake-out
 """
 import argparse
 import ctypes as C

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # gpu.sh - the GPU machine workflow in one place.
-#   scripts/gpu.sh prepare   (here)  build, compile the specs, gather .carry/
-#   scripts/gpu.sh run [ARGS] (there) run every GPU test and benchmark in .carry/
-# The GPU machine has CUDA and a driver but no LLVM/MLIR: everything is built
-# here and carried (the device tool's `carry: [".carry"]`).
+#   scripts/gpu.sh prepare    (build machine) build, compile the specs, gather .carry/
+#   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
+#   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
+#                                             memcheck, racecheck, synccheck and initcheck
+#   .carry/gpu.sh bench|parts (GPU machine)   benchmarks (benchmarks/README.md)
+# The GPU machine needs CUDA and a driver but no LLVM/MLIR: everything is built
+# on the build machine and the .carry/ folder is copied over. Logs go to
+# $CAKE_OUT (default /tmp/cake-out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out="${CAKE_OUT:-/tmp/cake-out}"
+
+# the package each GPU test runs on
+package_of() { [ "$1" = test_ops ] && echo .carry/ops/package || echo .carry/package; }
+
 case "${1:-}" in
   prepare)
     cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -22,20 +31,56 @@ case "${1:-}" in
     ;;
   run)
     shift
-    out="${OUT:-/tmp/cake-out}"; mkdir -p "$out"
+    mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt" || true
-    status=0
+    status=0 summary=""
     for t in .carry/bin/test_*; do
-      echo "== $(basename "$t")"
-      pkg=.carry/package; [ "$(basename "$t")" = test_ops ] && pkg=.carry/ops/package
-      "$t" "$pkg" "$@" 2>&1 | tee "$out/$(basename "$t").log" || status=1
+      name=$(basename "$t")
+      echo "== $name"
+      rc=0
+      "$t" "$(package_of "$name")" "$@" 2>&1 | tee "$out/$name.log" || rc=$?
+      [ $rc = 0 ] || status=1
+      summary+="$(printf '%-12s %s' "$name" "$([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)")")"$'\n'
     done
+    printf '== summary\n%s' "$summary" | tee "$out/summary.txt"
+    exit $status
+    ;;
+  sanitize)
+    # Every GPU test on its small shapes (--quick) under each compute-sanitizer
+    # tool; any report fails the step (--error-exitcode), and so does a run
+    # past CAKE_SANITIZE_TIMEOUT seconds (exit 124). CAKE_SANITIZERS narrows
+    # the tools.
+    shift
+    mkdir -p "$out"
+    cs="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+    [ -x "$cs" ] || cs=compute-sanitizer
+    status=0 summary=""
+    for tool in ${CAKE_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
+      extra=""
+      [ "$tool" = memcheck ] && extra="--leak-check full"
+      [ "$tool" = racecheck ] && extra="--racecheck-report all"
+      for t in .carry/bin/test_*; do
+        name=$(basename "$t")
+        log="$out/sanitize-$tool-$name.log"
+        start=$(date +%s)
+        rc=0
+        timeout "${CAKE_SANITIZE_TIMEOUT:-900}" "$cs" --tool "$tool" $extra --error-exitcode 97 --print-limit 20 \
+          "$t" "$(package_of "$name")" --quick "$@" >"$log" 2>&1 || rc=$?
+        secs=$(( $(date +%s) - start ))
+        summary_line="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
+        [ $rc = 0 ] || status=1
+        summary+="$(printf '%-10s %-10s %4ss %-18s %s' "$tool" "$name" "$secs" \
+          "$([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)")" "$summary_line")"$'\n'
+        [ $rc = 0 ] || tail -30 "$log"
+      done
+    done
+    printf '== compute-sanitizer summary\n%s' "$summary" | tee "$out/sanitize-summary.txt"
     exit $status
     ;;
   bench)
     # the anchor (fla + its autotune cache) must be in .anchor/ (see benchmarks/README.md)
     shift
-    out="${OUT:-/tmp/cake-out}"; mkdir -p "$out"
+    mkdir -p "$out"
     tc=$(mktemp -d) && tar -xzf .anchor/fla_autotune_cache_h200.tar.gz -C "$tc"
     export TRITON_CACHE_DIR="$tc" PYTHONUNBUFFERED=1
     python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor --package .carry/package \
@@ -46,5 +91,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | run [--seed N] [--quick] | bench [bench_kda.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

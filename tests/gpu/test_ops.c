@@ -41,6 +41,18 @@ static int tensor_index(const CirProgram *p, const char *name) {
   return i;
 }
 
+/* everything the host side allocated (so that leak checkers see a clean exit) */
+static void free_host(double *x, double *y, double *xb, double *xh, double *w, double *s0, float *fx, float *fy,
+                      float *fw, float *fs0, uint16_t *hb, uint16_t *hh, double **ref, int nref, Buf *text,
+                      Arena *arena, Diag *diag) {
+  free(x), free(y), free(xb), free(xh), free(w), free(s0);
+  free(fx), free(fy), free(fw), free(fs0), free(hb), free(hh);
+  for (int o = 0; o < nref; o++) free(ref[o]);
+  buf_free(text);
+  diag_free(diag);
+  arena_free(arena);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--spec ops.cake] [--interp-only]\n", argv[0]);
@@ -140,6 +152,7 @@ int main(int argc, char **argv) {
       bad += nonfinite > 0 || l1 == 0;
     }
     printf("test_ops (interpreter only): %s\n", bad ? "FAIL" : "PASS");
+    free_host(x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, ref, NOUT, &text, &arena, &diag);
     return bad ? 1 : 0;
   }
 
@@ -216,5 +229,13 @@ int main(int argc, char **argv) {
     free(got);
   }
   printf("test_ops: %s (%d failing output%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
+  for (int o = 0; o < NOUT; o++) {
+    gpu_free(dout[o]);
+    free(host[0][o]), free(host[1][o]);
+  }
+  gpu_free(dx), gpu_free(dy), gpu_free(db), gpu_free(dh), gpu_free(dw), gpu_free(ds0), gpu_free(work);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+  free_host(x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, ref, NOUT, &text, &arena, &diag);
   return fails ? 1 : 0;
 }
