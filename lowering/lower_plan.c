@@ -519,6 +519,11 @@ static void plan_in_place_carries(LK *L, const CirBlock *b) {
     for (int j = 0; j < f->body->len; j++) {
       const CirInst *c = f->body->insts[j];
       if (c->op != OP_CARRY) continue;
+      /* A scalar carry lives at one fixed shared address: the compiler below
+       * may hoist its read out of the one thread that updates it, so every
+       * thread reads it and the in-place write would race with those reads.
+       * It keeps two buffers. */
+      if (c->ty.rank == 0) continue;
       /* every yield value must be in place with respect to this carry (they are written one after another) */
       int ok = 1;
       for (int k = 0; k < y->nargs; k++) ok &= reads_in_place(L, y->args[k], c) && y->args[k] != c;
