@@ -3,6 +3,7 @@
 #define CAKE_RT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cake_runtime.h"
@@ -13,6 +14,16 @@ void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR
 void rt_free(const cake_allocator *a, void *p);
 char *rt_strdup(const cake_allocator *a, const char *s);
 const cake_allocator *rt_default_allocator(void);
+
+/* ---- files.c: package files, opened inside the package directory only ---- */
+cake_status rt_open_dir(const char *dir, int *fd);
+/* Whether `path` is relative and normalized (no empty, "." or ".." component). */
+cake_status rt_check_path(const char *path);
+/* The regular file `path` under `dirfd`, read whole into host memory (at most
+ * `limit` bytes). No symbolic link is followed, in any component. The
+ * message says why, without the path (the caller names it). */
+cake_status rt_read_file_at(const cake_allocator *al, int dirfd, const char *path, size_t limit, uint8_t **data,
+                            size_t *len);
 
 /* ---- sha256.c ---- */
 void rt_sha256(const void *data, size_t n, uint8_t out[32]);
@@ -41,7 +52,19 @@ void json_free(JDoc *doc);
 const JNode *json_get(const JNode *obj, const char *key);
 
 /* ---- the loaded package ---- */
-enum { RT_MAX_AXES = 3, RT_MAX_CTX = 8 };
+/* Limits the loader checks, so that nothing later can exceed them. */
+enum {
+  RT_MAX_AXES = 3,
+  RT_MAX_CTX = 8,
+  RT_MAX_TENSORS = 256,            /* tensors per program */
+  RT_MAX_ARGS = 64,                /* kernel arguments (the compiler's CAKE_MAX_KERNEL_ARGS) */
+  RT_MAX_OPTIONS = 16,             /* options per program (the compiler's limit) */
+  RT_MAX_SHARED_BYTES = 232448,    /* dynamic shared memory of one block (sm_90, sm_100) */
+  RT_MIN_CHUNK = 16,               /* chunk sizes: multiples of 16 in [16, 256] */
+  RT_MAX_CHUNK = 256,
+};
+#define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
+#define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
 
 typedef struct RtExtent {
   int dim;       /* index into program dims, or -1 */
@@ -151,6 +174,9 @@ struct cake_package {
   pthread_mutex_t lock; /* guards module loading */
 };
 
+/* The index of the record named `name` among `n` records of `stride` bytes
+ * whose first member is their name (a char *), or -1. */
+int rt_find_name(const void *base, size_t stride, int n, const char *name);
 int rt_tensor_index(const cake_program *p, const char *name);
 int rt_entry_index(const cake_program *p, const char *name);
 size_t rt_dtype_bytes(cake_dtype t);
