@@ -149,20 +149,14 @@ static cake_status load_files(Ld *L, int dirfd, const JNode *files) {
     if ((s = get_str(L, f, "sha256", &sha)) || (s = get(L, f, "bytes", J_NUM, 0, &bytes))) return s;
     if (!is_sha256_hex(sha)) return bad(L, "'sha256' is not 64 lower-case hex digits");
     if (find_file(pkg, path)) return bad(L, "listed twice");
-    if (rt_check_path(path)) {
-      char why[256];
-      snprintf(why, sizeof why, "%s", cake_last_error());
-      return bad(L, "the path must stay inside the package directory: %s", why);
-    }
+    if (rt_check_path(path)) return bad(L, "the path must stay inside the package directory: %s", cake_last_error());
     RtFile *rf = &pkg->files[pkg->nfiles++];
     if ((s = copy_str(L, &rf->path, path))) return s;
     s = rt_read_file_at(&pkg->al, dirfd, path, RT_MAX_FILE_BYTES, &rf->data, &rf->len);
     if (s == CAKE_ERR_MEMORY) return s;
-    if (s) {
-      char why[1024];
-      snprintf(why, sizeof why, "%s", cake_last_error());
-      return rt_fail(CAKE_ERR_PACKAGE, "package file '%s' listed in the manifest is missing or unreadable: %s", path, why);
-    }
+    if (s)
+      return rt_fail(CAKE_ERR_PACKAGE, "package file '%s' listed in the manifest is missing or unreadable: %s", path,
+                     cake_last_error());
     int64_t want;
     if (bytes && ((s = int_value(L, bytes, "bytes", 0, (int64_t)RT_MAX_FILE_BYTES, &want)))) return s;
     if (bytes && (uint64_t)want != rf->len)
@@ -529,11 +523,7 @@ cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake
   size_t len = 0;
   JDoc doc = {al, NULL, 0, 0};
   s = rt_read_file_at(al, dirfd, "manifest.json", RT_MAX_MANIFEST_BYTES, &text, &len);
-  if (s && s != CAKE_ERR_MEMORY) {
-    char why[1024];
-    snprintf(why, sizeof why, "%s", cake_last_error());
-    s = rt_fail(s, "cannot read %s/manifest.json: %s", dir, why);
-  }
+  if (s && s != CAKE_ERR_MEMORY) s = rt_fail(s, "cannot read %s/manifest.json: %s", dir, cake_last_error());
   if (!s) {
     char err[256];
     JNode *root = json_parse(&doc, (const char *)text, len, err, sizeof err);

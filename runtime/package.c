@@ -83,8 +83,6 @@ int rt_entry_index(const cake_program *p, const char *name) {
   return rt_find_name(p->entries, sizeof(RtEntry), p->nentries, name);
 }
 
-void rt_unload_modules(cake_package *pkg);
-
 void cake_package_free(cake_package *pkg) {
   if (!pkg) return;
   const cake_allocator *al = &pkg->al;

@@ -9,6 +9,7 @@
 #include "cake_runtime.h"
 
 /* ---- errors and memory ---- */
+/* Sets the thread's message; an argument may be cake_last_error() itself. */
 cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR_MEMORY */
 void rt_free(const cake_allocator *a, void *p);
@@ -62,6 +63,7 @@ enum {
   RT_MAX_SHARED_BYTES = 232448,    /* dynamic shared memory of one block (sm_90, sm_100) */
   RT_MIN_CHUNK = 16,               /* chunk sizes: multiples of 16 in [16, 256] */
   RT_MAX_CHUNK = 256,
+  RT_MAX_DOCS = INT32_MAX - 1,     /* documents of a plan: ndocs + 1 offsets fit in int32 */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
 #define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
@@ -190,6 +192,7 @@ typedef struct RtItem {
 } RtItem;
 
 struct cake_plan {
+  cake_allocator al; /* a copy of the package's */
   const cake_program *prog;
   int64_t *dims;
   int *dim_set;
@@ -209,6 +212,9 @@ struct cake_plan {
 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
+/* A dim's value must lie in [0, 2^31); ndocs in [1, RT_MAX_DOCS]. */
+cake_status rt_check_dim(const char *name, int64_t value);
+cake_status rt_check_ndocs(int64_t ndocs);
 
 /* ---- cuda.c: the driver, loaded on first use ---- */
 typedef struct RtCuda RtCuda;
@@ -216,6 +222,7 @@ cake_status rt_cuda(const RtCuda **out);
 cake_status rt_cuda_check(int rc, const char *what);
 cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_out);
 cake_status rt_check_device_pointer(uint64_t ptr, int device, const char *name);
+void rt_unload_modules(cake_package *pkg);
 cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function);
 cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared,
                              void *stream, void **params);

@@ -110,11 +110,11 @@ static void plan_layout_and_docs(void **st) {
   assert_int_equal(plan->chunk_table[4 * 16 + 1], 1000);
   int32_t bad1[3] = {0, 10, 5};
   assert_int_equal(cake_plan_set_docs(plan, bad1, 2), CAKE_ERR_PLAN);
-  assert_string_equal(cake_last_error(), "cu_seqlens decreases at document 1 (10 then 5)");
+  assert_string_equal(cake_last_error(), "cu_seqlens[2] is 5, less than cu_seqlens[1] = 10 (the offsets must not decrease)");
   int32_t bad2[3] = {0, 10, 999};
   assert_int_equal(cake_plan_set_docs(plan, bad2, 2), CAKE_OK);
   assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
-  assert_string_equal(cake_last_error(), "cu_seqlens ends at 999 but the token dim T is 1000");
+  assert_string_equal(cake_last_error(), "cu_seqlens[2] (the last offset) is 999 but the token dim T is 1000");
   cake_plan_free(plan);
   cake_package_free(pkg);
 }
