@@ -196,6 +196,7 @@ static cake_status load_options(Ld *L, const JNode *options, cake_program *p) {
     RtOption *ro = &p->options[p->noptions++];
     if ((s = copy_str(L, &ro->name, name)) || (s = copy_str(L, &ro->value, value)) || (s = copy_str(L, &ro->def, def))) return s;
   }
+  L->rec[0] = 0;
   return s;
 }
 
