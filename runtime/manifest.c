@@ -327,6 +327,24 @@ static cake_status load_grid(Ld *L, const JNode *grid, cake_program *p, RtStage 
   return CAKE_OK;
 }
 
+/* An argument repeats the dtype (and a tensor's, its shape) of what it
+ * passes: when given, they must agree. */
+static cake_status arg_agrees(Ld *L, const JNode *a, const cake_program *p, const RtArg *ra, const char *name) {
+  const JNode *dt, *shape;
+  cake_status s;
+  if ((s = get(L, a, "dtype", J_STR, 0, &dt)) || (s = get(L, a, "shape", J_ARR, 0, &shape))) return s;
+  const RtTensor *t = ra->what == A_TENSOR ? &p->tensors[ra->index] : NULL;
+  const char *want = t ? cake_dtype_name(t->dtype) : ra->what == A_PARAM && !p->params[ra->index].is_int ? "f32" : "i32";
+  if (dt && strcmp(dt->str, want)) return bad(L, "argument '%s' has dtype '%s'; what it passes is %s", name, dt->str, want);
+  int same = !t || !shape || shape->n == t->rank;
+  for (int j = 0; t && shape && same && j < shape->n; j++) {
+    const JNode *e = shape->items[j];
+    RtExtent x = t->shape[j];
+    same = x.dim >= 0 ? e->kind == J_STR && !strcmp(e->str, p->dims[x.dim]) : e->kind == J_NUM && e->num == (double)x.value;
+  }
+  return same ? CAKE_OK : bad(L, "argument '%s' has another shape than its tensor", name);
+}
+
 static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage *st) {
   static const char *const kinds[] = {"buffer", "saved", "workspace", "parameter"};
   if (args->n > RT_MAX_ARGS) return bad(L, "%d kernel arguments; at most %d are supported", args->n, RT_MAX_ARGS);
@@ -354,6 +372,7 @@ static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage 
     } else if (kind == 0 ? role != ROLE_IN_ && role != ROLE_OUT_ : kind == 1 ? role != ROLE_SAVE_ : role != ROLE_TEMP_) {
       return bad(L, "%s argument '%s' is a tensor of another role", kinds[kind], name);
     }
+    if ((s = arg_agrees(L, a, p, ra, name))) return s;
   }
   return s;
 }

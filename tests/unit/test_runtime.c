@@ -284,7 +284,7 @@ static void json_reader(void **st) {
   " 'params': [{'name': 'scale', 'dtype': 'f32', 'default': 0.5}, {'name': 'k', 'dtype': 'i32', 'default': 3}],"                     \
   " 'stages': [{'name': 'main', 'block': [128, 1, 1],"                                                                 \
   " 'grid': [{'kind': 'chunks'}, {'kind': 'dim', 'name': 'H'}, {'kind': 'const', 'value': 2}],"                        \
-  " 'args': [{'kind': 'buffer', 'name': 'x'}, {'kind': 'buffer', 'name': 'y'}, {'kind': 'workspace', 'name': 'tmp'},"  \
+  " 'args': [{'kind': 'buffer', 'name': 'x'}, {'kind': 'buffer', 'name': 'y', 'dtype': 'f32', 'shape': ['T', 'H']}, {'kind': 'workspace', 'name': 'tmp'},"  \
   " {'kind': 'saved', 'name': 'sv'}, {'kind': 'workspace', 'name': 'chunk_table'},"                                    \
   " {'kind': 'workspace', 'name': 'doc_table'}, {'kind': 'parameter', 'name': 'T'},"                                   \
   " {'kind': 'parameter', 'name': 'scale'}],"                                                                          \
@@ -453,11 +453,14 @@ static const struct {
     {"{'name': 'N', 'role': 'docs'}", "{'name': 'N', 'role': 'tokens'}", "dim 'N': a second dim with role 'tokens'"},
     {"'values': ['a', 'b']", "'values': ['b']", "option 'm': 'a' is not among its values"},
     /* references and roles */
-    {"{'kind': 'buffer', 'name': 'y'}", "{'kind': 'buffer', 'name': 'tmp'}", "buffer argument 'tmp' is a tensor of another role"},
+    {"{'kind': 'buffer', 'name': 'y'", "{'kind': 'buffer', 'name': 'tmp'", "buffer argument 'tmp' is a tensor of another role"},
     {"{'kind': 'saved', 'name': 'sv'}", "{'kind': 'saved', 'name': 'x'}", "saved argument 'x' is a tensor of another role"},
-    {"{'kind': 'buffer', 'name': 'y'}", "{'kind': 'buffer', 'name': 'zz'}", "buffer argument 'zz' names no tensor"},
+    {"{'kind': 'buffer', 'name': 'y'", "{'kind': 'buffer', 'name': 'zz'", "buffer argument 'zz' names no tensor"},
     {"{'kind': 'parameter', 'name': 'T'}", "{'kind': 'parameter', 'name': 'zz'}", "parameter argument 'zz' is neither a dim nor a param"},
     {"'file': 'bin/k.bin'", "'file': 'k.bin'", "kernel file 'k.bin' is not among the package files"},
+    {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'dtype': 'f32'}", "stage 'main': argument 'x' has dtype 'f32'; what it passes is bf16"},
+    {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'shape': ['T', 'H', 32]}", "stage 'main': argument 'x' has another shape than its tensor"},
+    {"{'kind': 'parameter', 'name': 'scale'}", "{'kind': 'parameter', 'name': 'scale', 'dtype': 'i32'}", "argument 'scale' has dtype 'i32'; what it passes is f32"},
     /* the JSON itself */
     {"'chunk': 64", "'chunk': 1e999", "bad number"},
     {"'chunk': 64", "'chunk': 064", "is not valid JSON"},
