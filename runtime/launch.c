@@ -5,7 +5,7 @@
 
 #include "rt.h"
 
-static cake_status grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
+cake_status rt_grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
   g[0] = g[1] = g[2] = 1;
   for (int i = 0; i < st->ngrid; i++) {
     const RtGrid *r = &st->grid[i];
@@ -63,7 +63,7 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   for (int si = 0; si < e->n; si++) {
     RtStage *st = &prog->stages[e->stages[si]];
     unsigned grid[3];
-    if ((s = grid_of(p, st, grid))) return s;
+    if ((s = rt_grid_of(p, st, grid))) return s;
     if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do (e.g. no tokens) */
     void *fn;
     if ((s = rt_load_stage(prog->pkg, st, ctx, target, &fn))) return s;

@@ -212,6 +212,9 @@ struct cake_plan {
 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
+/* The grid of stage `st` under the plan: each axis within CUDA's range
+ * ([0, 2^31) on x, [0, 65535] on y and z), else CAKE_ERR_PLAN. */
+cake_status rt_grid_of(const cake_plan *plan, const RtStage *st, unsigned grid[3]);
 /* A dim's value must lie in [0, 2^31); ndocs in [1, RT_MAX_DOCS]. */
 cake_status rt_check_dim(const char *name, int64_t value);
 cake_status rt_check_ndocs(int64_t ndocs);

@@ -880,6 +880,36 @@ static void kda_options_are_validated(void **st) {
   cake_package_free(pkg);
 }
 
+/* The launch computes each stage's grid within CUDA's range, whatever a
+ * stage record says (the loader refuses such records first). */
+static void grids_stay_in_range(void **st) {
+  char *m = q(SYNTH);
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(&pkg->programs[0], &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", 3);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  RtStage stage = pkg->programs[0].stages[0];
+  unsigned grid[3];
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_OK);
+  assert_int_equal(grid[0], 2); /* chunks */
+  assert_int_equal(grid[1], 3); /* H */
+  assert_int_equal(grid[2], 2); /* const */
+  stage.grid[2].value = -5;
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "stage 'main': grid dimension z = -5 is outside the CUDA range [0, 65535]");
+  stage.grid[2].value = 65536;
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  stage.grid[0] = (RtGrid){G_CONST, -1, (int64_t)1 << 31};
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "stage 'main': grid dimension x = 2147483648 is outside the CUDA range [0, 2147483647]");
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
 /* Without a driver, the reason given is libcuda.so.1's own. */
 static void missing_driver_is_named(void **st) {
   char buf[16];
@@ -1020,7 +1050,7 @@ int main(void) {
       cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),
       cmocka_unit_test(null_and_out_of_range_arguments), cmocka_unit_test(cu_seqlens_are_validated),
       cmocka_unit_test(sizes_never_wrap), cmocka_unit_test(kda_options_are_validated),
-      cmocka_unit_test(missing_driver_is_named),
+      cmocka_unit_test(grids_stay_in_range), cmocka_unit_test(missing_driver_is_named),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
 }
