@@ -110,8 +110,8 @@ cake_status cake_package_program(const cake_package *pkg, const char *name, cons
  * an empty element (",", a trailing comma) is CAKE_ERR_ARGUMENT. */
 cake_status cake_package_variant(const cake_package *pkg, const char *name, const char *options,
                                  const cake_program **out);
-const char *cake_program_variant(const cake_program *prog);       /* NULL for NULL */
-int cake_package_program_count(const cake_package *pkg);             /* 0 for NULL */
+const char *cake_program_variant(const cake_program *prog);            /* NULL for NULL */
+int cake_package_program_count(const cake_package *pkg);               /* 0 for NULL */
 const char *cake_package_program_name(const cake_package *pkg, int i); /* NULL out of range */
 
 /* Plans: the problem's dims and documents, its chunk table and the byte-exact

@@ -110,7 +110,8 @@ cake_status cake_device_target(char *buf, size_t n) {
   char target[16];
   cake_status s = rt_current_target(target, sizeof target, NULL, NULL);
   if (s) return s;
-  if (strlen(target) >= n) return rt_fail(CAKE_ERR_ARGUMENT, "cake_device_target: '%s' needs %zu bytes", target, strlen(target) + 1);
+  if (strlen(target) >= n)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_device_target: '%s' needs %zu bytes", target, strlen(target) + 1);
   memcpy(buf, target, strlen(target) + 1);
   return CAKE_OK;
 }

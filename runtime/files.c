@@ -26,8 +26,11 @@ cake_status rt_open_dir(const char *dir, int *fd) {
 }
 
 static const char *kind_of(mode_t m) {
-  return S_ISDIR(m) ? "a directory" : S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
-         : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "a special file";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  return "a special file";
 }
 
 /* Why `name` (in `dirfd`) could not be opened: a symbolic link is named as
@@ -35,7 +38,8 @@ static const char *kind_of(mode_t m) {
 static cake_status open_failed(int dirfd, const char *name, int err, int last) {
   struct stat st;
   if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-    return rt_fail(CAKE_ERR_PACKAGE, "'%s' is a symbolic link (package files must lie inside the package directory)", name);
+    return rt_fail(CAKE_ERR_PACKAGE, "'%s' is a symbolic link (package files must lie inside the package directory)",
+                   name);
   if (!last && err == ENOTDIR) return rt_fail(CAKE_ERR_PACKAGE, "'%s' is not a directory", name);
   return rt_fail(err == ENOENT || err == EACCES || err == EPERM ? CAKE_ERR_IO : CAKE_ERR_PACKAGE, "%s", strerror(err));
 }
@@ -59,7 +63,8 @@ static cake_status read_fd(const cake_allocator *al, int fd, const char *name, s
                            size_t *len) {
   struct stat st;
   if (fstat(fd, &st) != 0) return rt_fail(CAKE_ERR_IO, "%s", strerror(errno));
-  if (!S_ISREG(st.st_mode)) return rt_fail(CAKE_ERR_PACKAGE, "'%s' is %s, not a regular file", name, kind_of(st.st_mode));
+  if (!S_ISREG(st.st_mode))
+    return rt_fail(CAKE_ERR_PACKAGE, "'%s' is %s, not a regular file", name, kind_of(st.st_mode));
   if (st.st_size < 0 || (uint64_t)st.st_size > limit)
     return rt_fail(CAKE_ERR_PACKAGE, "'%s' has %lld bytes; the limit is %zu", name, (long long)st.st_size, limit);
   size_t cap = (size_t)st.st_size + 1, n = 0; /* one more byte, to see the end of file */
@@ -108,8 +113,8 @@ cake_status rt_read_file_at(const cake_allocator *al, int dirfd, const char *pat
     memcpy(name, p, n);
     name[n] = 0;
     int last = !p[n];
-    int fd = openat(cur, name, last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-                                    : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int flags = last ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC : O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(cur, name, flags);
     if (fd < 0) s = open_failed(cur, name, errno, last);
     if (cur != dirfd) close(cur);
     if (fd < 0) return s;

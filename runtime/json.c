@@ -135,7 +135,8 @@ static char *string(P *p) {
         if (hex4(p, &v)) return perr(p, "bad \\u escape");
         if (v >= 0xdc00 && v <= 0xdfff) return perr(p, "unpaired surrogate in a \\u escape");
         if (v >= 0xd800 && v <= 0xdbff) {
-          if (p->end - p->s < 2 || p->s[0] != '\\' || p->s[1] != 'u') return perr(p, "unpaired surrogate in a \\u escape");
+          if (p->end - p->s < 2 || p->s[0] != '\\' || p->s[1] != 'u')
+            return perr(p, "unpaired surrogate in a \\u escape");
           p->s += 2;
           if (hex4(p, &lo) || lo < 0xdc00 || lo > 0xdfff) return perr(p, "unpaired surrogate in a \\u escape");
           v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);

@@ -12,8 +12,8 @@ cake_status rt_grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
     int64_t n = r->kind == G_CHUNKS ? p->nchunks : r->kind == G_DOCS ? p->ndocs : r->kind == G_DIM ? p->dims[r->dim] : r->value;
     int64_t lim = i == 0 ? INT32_MAX : 65535;
     if (n < 0 || n > lim) /* the loader and the plan keep every count in range: never launch a wrapped one */
-      return rt_fail(CAKE_ERR_PLAN, "stage '%s': grid dimension %c = %lld is outside the CUDA range [0, %lld]", st->name, "xyz"[i],
-                     (long long)n, (long long)lim);
+      return rt_fail(CAKE_ERR_PLAN, "stage '%s': grid dimension %c = %lld is outside the CUDA range [0, %lld]",
+                     st->name, "xyz"[i], (long long)n, (long long)lim);
     g[i] = (unsigned)n;
   }
   return CAKE_OK;

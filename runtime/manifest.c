@@ -113,7 +113,9 @@ static cake_status copy_str(Ld *L, char **out, const char *s) {
   return *out ? CAKE_OK : CAKE_ERR_MEMORY;
 }
 
-static int dim_index(const cake_program *p, const char *name) { return rt_find_name(p->dims, sizeof(char *), p->ndims, name); }
+static int dim_index(const cake_program *p, const char *name) {
+  return rt_find_name(p->dims, sizeof(char *), p->ndims, name);
+}
 
 static int param_index(const cake_program *p, const char *name) {
   return rt_find_name(p->params, sizeof(RtParam), p->nparams, name);
@@ -194,7 +196,8 @@ static cake_status load_options(Ld *L, const JNode *options, cake_program *p) {
     }
     if (!has_value || !has_def) return bad(L, "'%s' is not among its values", has_value ? def : value);
     RtOption *ro = &p->options[p->noptions++];
-    if ((s = copy_str(L, &ro->name, name)) || (s = copy_str(L, &ro->value, value)) || (s = copy_str(L, &ro->def, def))) return s;
+    if ((s = copy_str(L, &ro->name, name)) || (s = copy_str(L, &ro->value, value)) || (s = copy_str(L, &ro->def, def)))
+      return s;
   }
   L->rec[0] = 0;
   return s;
@@ -263,7 +266,8 @@ static cake_status load_tensors(Ld *L, const JNode *tensors, cake_program *p) {
       snprintf(what, sizeof what, "shape[%d]", j);
       rt->shape[j].dim = -1;
       if (e->kind == J_STR) {
-        if ((rt->shape[j].dim = dim_index(p, e->str)) < 0) return bad(L, "'%s' names '%s', which is not a dim", what, e->str);
+        if ((rt->shape[j].dim = dim_index(p, e->str)) < 0)
+          return bad(L, "'%s' names '%s', which is not a dim", what, e->str);
       } else if ((s = int_value(L, e, what, 1, INT32_MAX, &rt->shape[j].value))) {
         return s;
       }
@@ -294,7 +298,8 @@ static cake_status load_params(Ld *L, const JNode *params, cake_program *p) {
       if ((s = int_value(L, def, "default", INT32_MIN, INT32_MAX, &v))) return s;
       rp->def = (double)v;
     } else if (def) {
-      if (!(def->num >= -FLT_MAX && def->num <= FLT_MAX)) return bad(L, "'default' %.15g is not a finite f32", def->num);
+      if (!(def->num >= -FLT_MAX && def->num <= FLT_MAX))
+        return bad(L, "'default' %.15g is not a finite f32", def->num);
       rp->def = def->num;
     }
   }
@@ -334,13 +339,17 @@ static cake_status arg_agrees(Ld *L, const JNode *a, const cake_program *p, cons
   cake_status s;
   if ((s = get(L, a, "dtype", J_STR, 0, &dt)) || (s = get(L, a, "shape", J_ARR, 0, &shape))) return s;
   const RtTensor *t = ra->what == A_TENSOR ? &p->tensors[ra->index] : NULL;
-  const char *want = t ? cake_dtype_name(t->dtype) : ra->what == A_PARAM && !p->params[ra->index].is_int ? "f32" : "i32";
-  if (dt && strcmp(dt->str, want)) return bad(L, "argument '%s' has dtype '%s'; what it passes is %s", name, dt->str, want);
+  const char *want = t                                                     ? cake_dtype_name(t->dtype)
+                     : ra->what == A_PARAM && !p->params[ra->index].is_int ? "f32"
+                                                                           : "i32";
+  if (dt && strcmp(dt->str, want))
+    return bad(L, "argument '%s' has dtype '%s'; what it passes is %s", name, dt->str, want);
   int same = !t || !shape || shape->n == t->rank;
   for (int j = 0; t && shape && same && j < shape->n; j++) {
     const JNode *e = shape->items[j];
     RtExtent x = t->shape[j];
-    same = x.dim >= 0 ? e->kind == J_STR && !strcmp(e->str, p->dims[x.dim]) : e->kind == J_NUM && e->num == (double)x.value;
+    same = x.dim >= 0 ? e->kind == J_STR && !strcmp(e->str, p->dims[x.dim])
+                      : e->kind == J_NUM && e->num == (double)x.value;
   }
   return same ? CAKE_OK : bad(L, "argument '%s' has another shape than its tensor", name);
 }
@@ -369,7 +378,9 @@ static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage 
       if (p->tokens_dim < 0) return bad(L, "argument '%s' needs a dim with role 'tokens'", name);
     } else if (t < 0) {
       return bad(L, "%s argument '%s' names no tensor", kinds[kind], name);
-    } else if (kind == 0 ? role != ROLE_IN_ && role != ROLE_OUT_ : kind == 1 ? role != ROLE_SAVE_ : role != ROLE_TEMP_) {
+    } else if (kind == 0   ? role != ROLE_IN_ && role != ROLE_OUT_
+               : kind == 1 ? role != ROLE_SAVE_
+                           : role != ROLE_TEMP_) {
       return bad(L, "%s argument '%s' is a tensor of another role", kinds[kind], name);
     }
     if ((s = arg_agrees(L, a, p, ra, name))) return s;
@@ -395,7 +406,8 @@ static cake_status load_kernels(Ld *L, const JNode *kernels, RtStage *st) {
     const RtFile *rf = find_file(L->pkg, file);
     if (!rf) return bad(L, "kernel file '%s' is not among the package files", file);
     RtKernel *rk = &st->kernels[st->nkernels++];
-    if ((s = copy_str(L, &rk->target, target)) || (s = copy_str(L, &rk->symbol, sym)) || (s = copy_str(L, &rk->format, formats[format])))
+    if ((s = copy_str(L, &rk->target, target)) || (s = copy_str(L, &rk->symbol, sym)) ||
+        (s = copy_str(L, &rk->format, formats[format])))
       return s;
     rk->image = rf->data;
     rk->len = rf->len;
@@ -426,7 +438,8 @@ static cake_status load_stages(Ld *L, const JNode *stages, cake_program *p) {
       return s;
     if (threads % 32) return bad(L, "'block[0]' is %lld; expected a multiple of 32", (long long)threads);
     st->threads = (int)threads;
-    if ((s = load_grid(L, grid, p, st)) || (s = load_args(L, args, p, st)) || (s = load_kernels(L, kernels, st))) return s;
+    if ((s = load_grid(L, grid, p, st)) || (s = load_args(L, args, p, st)) || (s = load_kernels(L, kernels, st)))
+      return s;
     if (fb) {
       const RtFile *rf = find_file(L->pkg, fb->str);
       if (!rf) return bad(L, "fatbin '%s' is not among the package files", fb->str);
@@ -503,8 +516,8 @@ static cake_status load_manifest(Ld *L, int dirfd, const JNode *root) {
   cake_status s;
   if (root->kind != J_OBJ) return bad(L, "the manifest must be an object, not %s", kind_name(root->kind));
   if ((s = get(L, root, "schema", J_STR, 0, &schema)) || !schema || strcmp(schema->str, "cake.package") != 0)
-    return rt_fail(CAKE_ERR_PACKAGE, "%s/manifest.json is not a Cake package manifest (schema \"cake.package\" expected)",
-                   L->dir);
+    return rt_fail(CAKE_ERR_PACKAGE,
+                   "%s/manifest.json is not a Cake package manifest (schema \"cake.package\" expected)", L->dir);
   if ((s = get(L, root, "schema_version", J_NUM, 1, &ver))) return s;
   if (ver->num != 1)
     return rt_fail(CAKE_ERR_PACKAGE, "%s/manifest.json has schema version %.15g; this runtime reads version 1", L->dir,

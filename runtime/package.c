@@ -168,7 +168,8 @@ static cake_status parse_options(const cake_program *p, const char *opts, OptArg
     if (len == 0)
       return rt_fail(CAKE_ERR_ARGUMENT, "options '%s' have an empty element (the form is name=value,name=value)", opts);
     if (!eq || eq == q)
-      return rt_fail(CAKE_ERR_ARGUMENT, "option element '%.*s' in '%s' is not of the form name=value", (int)len, q, opts);
+      return rt_fail(CAKE_ERR_ARGUMENT, "option element '%.*s' in '%s' is not of the form name=value", (int)len, q,
+                     opts);
     OptArg a = {q, eq + 1, (int)(eq - q), (int)(len - (size_t)(eq - q) - 1)};
     if (opt_index(p, a.name, a.nlen) < 0)
       return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no option '%.*s'", p->name, a.nlen, a.name);
@@ -179,7 +180,8 @@ static cake_status parse_options(const cake_program *p, const char *opts, OptArg
     out[(*n)++] = a;
     if (!q[len]) break;
     q += len + 1;
-    if (!*q) return rt_fail(CAKE_ERR_ARGUMENT, "options '%s' have an empty element (the form is name=value,name=value)", opts);
+    if (!*q)
+      return rt_fail(CAKE_ERR_ARGUMENT, "options '%s' have an empty element (the form is name=value,name=value)", opts);
   }
   return CAKE_OK;
 }

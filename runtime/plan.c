@@ -106,7 +106,8 @@ cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
   if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
   for (int64_t i = 1; i <= ndocs; i++)
     if (cu[i] < cu[i - 1])
-      return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
+      return rt_fail(CAKE_ERR_PLAN,
+                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
                      (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
   int32_t *copy = rt_alloc(&p->al, sizeof(int32_t) * (size_t)(ndocs + 1));
   if (!copy) return CAKE_ERR_MEMORY;
@@ -123,7 +124,8 @@ cake_status cake_plan_set_param(cake_plan *p, const char *name, double value) {
     if (!strcmp(p->prog->params[i].name, name)) {
       /* the launch converts the value to the kernel's i32 or f32: it must fit */
       if (p->prog->params[i].is_int && !(value >= INT32_MIN && value <= INT32_MAX && (double)(int32_t)value == value))
-        return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is i32; %.15g is not an integer in [-2^31, 2^31)", name, value);
+        return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is i32; %.15g is not an integer in [-2^31, 2^31)", name,
+                       value);
       if (!p->prog->params[i].is_int && !(value >= -FLT_MAX && value <= FLT_MAX))
         return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is f32; %.15g is not a finite f32 value", name, value);
       p->params[i] = value;
@@ -145,8 +147,8 @@ static cake_status chunk_tables(cake_plan *p) {
   const cake_program *prog = p->prog;
   int64_t T = p->dims[prog->tokens_dim], nd = p->cu ? p->ndocs : 1, C = prog->chunk, n = 0;
   if (p->cu && p->cu[nd] != T)
-    return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[%lld] (the last offset) is %d but the token dim %s is %lld", (long long)nd,
-                   p->cu[nd], prog->dims[prog->tokens_dim], (long long)T);
+    return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[%lld] (the last offset) is %d but the token dim %s is %lld",
+                   (long long)nd, p->cu[nd], prog->dims[prog->tokens_dim], (long long)T);
   if (prog->docs_dim >= 0) {
     p->dims[prog->docs_dim] = nd;
     p->dim_set[prog->docs_dim] = 1;
@@ -187,7 +189,8 @@ static const char *shape_text(const cake_plan *p, const RtTensor *t, char *buf, 
   for (int j = 0; j < t->rank && k < n; j++) {
     RtExtent e = t->shape[j];
     if (e.dim >= 0)
-      k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", j ? ", " : "", p->prog->dims[e.dim], (long long)rt_extent(p, e));
+      k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", j ? ", " : "", p->prog->dims[e.dim],
+                            (long long)rt_extent(p, e));
     else
       k += (size_t)snprintf(buf + k, n - k, "%s%lld", j ? ", " : "", (long long)e.value);
   }
@@ -294,7 +297,8 @@ cake_status cake_plan_saved_bytes(const cake_plan *p, size_t *bytes) {
 }
 
 cake_status cake_plan_item(const cake_plan *p, const char *name, size_t *offset, size_t *bytes) {
-  if (!name || !offset || !bytes) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_item: name, offset and bytes are required");
+  if (!name || !offset || !bytes)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_item: name, offset and bytes are required");
   cake_status s = need_final(p, "cake_plan_item");
   if (s) return s;
   for (int i = 0; i < p->nitems; i++)
