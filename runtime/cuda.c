@@ -152,11 +152,6 @@ static const RtKernel *pick(const RtStage *st, const char *target) {
 }
 
 cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function) {
-  for (int i = 0; i < st->nloaded; i++)
-    if (st->loaded[i].ctx == ctx) {
-      *function = st->loaded[i].function;
-      return CAKE_OK;
-    }
   const RtCuda *cu;
   cake_status s = rt_cuda(&cu);
   if (s) return s;
@@ -170,7 +165,14 @@ cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char 
     return rt_fail(CAKE_ERR_NOT_FOUND, "stage '%s' has no kernel for %s (this GPU); the package has %s", st->name,
                    target, have);
   }
+  /* the loaded modules are looked up under the lock too: threads may share the package */
   pthread_mutex_lock(&pkg->lock);
+  for (int i = 0; i < st->nloaded; i++)
+    if (st->loaded[i].ctx == ctx) {
+      *function = st->loaded[i].function;
+      pthread_mutex_unlock(&pkg->lock);
+      return CAKE_OK;
+    }
   CUmodule mod = NULL;
   CUfunction fn = NULL;
   /* PTX-only targets load through the fatbin: the driver compiles the PTX. */
