@@ -192,10 +192,12 @@ static JNode *value(P *p) {
       char *key = NULL;
       if (obj) {
         ws(p);
+        const char *at = p->s;
         if (!(key = string(p))) return NULL;
         for (int i = 0; i < n->n; i++) /* the first would win here and the last elsewhere: refuse both */
           if (!strcmp(n->items[i]->key, key)) {
             char msg[160];
+            p->s = at; /* the message points at the key */
             snprintf(msg, sizeof msg, "duplicate key \"%.100s\"", key);
             return perr(p, msg);
           }

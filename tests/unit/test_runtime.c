@@ -263,6 +263,30 @@ static void json_reader(void **st) {
   assert_null(json_parse(&doc, "{} x", 4, err, sizeof err));
   assert_string_equal(err, "line 1, column 4: trailing characters after the document");
   json_free(&doc);
+  /* stricter than many readers: the manifest's values must mean one thing */
+  static const struct {
+    const char *text, *err;
+  } bad[] = {
+      {"{\"a\": 1, \"a\": 2}", "line 1, column 10: duplicate key \"a\""},
+      {"[1e999]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[1.e5]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[-]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[01]", "line 1, column 3: expected ',' or ']'"},
+      {"[\"a\\u0000b\"]", "line 1, column 10: \\u0000 in a string"},
+      {"[\"\\ud800\"]", "line 1, column 9: unpaired surrogate in a \\u escape"},
+      {"[\"\\udc00x\"]", "line 1, column 9: unpaired surrogate in a \\u escape"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_null(json_parse(&doc, bad[i].text, strlen(bad[i].text), err, sizeof err));
+    assert_string_equal(err, bad[i].err);
+    json_free(&doc);
+  }
+  const char *pair = "[\"\\ud83d\\ude00\", -0.5e+2]"; /* U+1F600 */
+  n = json_parse(&doc, pair, strlen(pair), err, sizeof err);
+  assert_non_null(n);
+  assert_string_equal(n->items[0]->str, "\xf0\x9f\x98\x80");
+  assert_true(n->items[1]->num == -50);
+  json_free(&doc);
 }
 
 /* ---- untrusted packages: fixtures ---- */
