@@ -11,6 +11,16 @@
  * - The runtime links no CUDA library at build time: it loads the driver
  *   (libcuda.so.1) when a launch first needs it, so packages can be loaded,
  *   plans made and tensors validated on a machine without a GPU.
+ * - Every pointer argument is checked: NULL where something is required, or
+ *   a count out of range, is CAKE_ERR_ARGUMENT (never a crash). What cannot
+ *   be checked is said at the function (the length of cu_seqlens).
+ * - Lifetimes: a cake_program and a cake_plan borrow from their package; use
+ *   them only while it is loaded (cake_plan_free alone may come after
+ *   cake_package_free). A package may be shared by threads (module loading is
+ *   locked); a plan may not be launched from two threads at once (the launch
+ *   records where it uploaded the chunk tables).
+ * - A package is untrusted input: the manifest is validated whole before
+ *   anything uses it (see cake_package_load).
  *
  * Use
  *   cake_package *pkg;  cake_package_load("build/package", NULL, &pkg);
@@ -78,32 +88,53 @@ typedef struct cake_program cake_program;
 typedef struct cake_plan cake_plan;
 
 /* Load `dir`/manifest.json and every file it lists; each file is checked
- * against its sha256. The binaries are kept in host memory. */
+ * against its sha256. The binaries are kept in host memory: each file is
+ * read once, hashed, and those same bytes go to the driver.
+ * Files are opened inside `dir` only: a listed path must be relative and
+ * normalized (no empty, "." or ".." component), may be listed once, and
+ * must name a regular file (manifest.json too) reached without following a
+ * symbolic link in any component; FIFOs, devices and directories are
+ * refused. Limits: 1 GiB per file, 64 MiB for manifest.json. Every value of
+ * the manifest is checked (integers integral and in range, chunk a multiple
+ * of 16 in [16, 256], extents in [1, 2^31), block threads a multiple of 32
+ * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
+ * names, no duplicate JSON keys): a violation is CAKE_ERR_PACKAGE naming
+ * the program, the record and the field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
 cake_status cake_package_program(const cake_package *pkg, const char *name, const cake_program **out);
-/* The variant of `name` whose options are those in `options` ("gate=safe,qk_norm=true");
- * options not named take their default. */
+/* The variant of `name` whose options are those in `options` ("gate=safe,qk_norm=true";
+ * NULL or "" for all defaults); options not named take their default. Each
+ * element is name=value with a known name given once and a non-empty value;
+ * an empty element (",", a trailing comma) is CAKE_ERR_ARGUMENT. */
 cake_status cake_package_variant(const cake_package *pkg, const char *name, const char *options,
                                  const cake_program **out);
-const char *cake_program_variant(const cake_program *prog);
-int cake_package_program_count(const cake_package *pkg);
-const char *cake_package_program_name(const cake_package *pkg, int i);
+const char *cake_program_variant(const cake_program *prog);            /* NULL for NULL */
+int cake_package_program_count(const cake_package *pkg);               /* 0 for NULL */
+const char *cake_package_program_name(const cake_package *pkg, int i); /* NULL out of range */
 
 /* Plans: the problem's dims and documents, its chunk table and the byte-exact
  * workspace and saved-tensor layout. No device is needed. */
 cake_status cake_plan_create(const cake_program *prog, cake_plan **out);
 void cake_plan_free(cake_plan *plan);
+/* A dim's value lies in [0, 2^31). */
 cake_status cake_plan_set_dim(cake_plan *plan, const char *name, int64_t value);
 /* Packed documents: cu_seqlens (host memory, ndocs + 1 nondecreasing offsets
- * from 0 to T). Sets the program's docs dim. Without it, all T tokens form
- * one document. No device synchronisation is involved. */
+ * from 0 to T; 1 <= ndocs < 2^31 - 1). Sets the program's docs dim. Without
+ * it, all T tokens form one document. No device synchronisation is involved.
+ * The array is read at indices 0..ndocs, i.e. ndocs + 1 entries: a shorter
+ * array cannot be detected. A bad offset is CAKE_ERR_PLAN naming its index
+ * and value; the last offset is compared with T by cake_plan_finalize. */
 cake_status cake_plan_set_docs(cake_plan *plan, const int32_t *cu_seqlens, int64_t ndocs);
+/* The value must fit the parameter's type: an integer in [-2^31, 2^31) for
+ * i32, a finite f32 value for f32. */
 cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value);
+/* Computes the chunk tables and the layout, every size with overflow
+ * checks (CAKE_ERR_PLAN naming the tensor and its dims). */
 cake_status cake_plan_finalize(cake_plan *plan);
 cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
-int64_t cake_plan_chunk_count(const cake_plan *plan);
+int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
 cake_status cake_plan_workspace_bytes(const cake_plan *plan, size_t *bytes);
 cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
 /* Where one workspace item (a temp tensor, "chunk_table", "doc_table") or
@@ -142,6 +173,8 @@ typedef struct cake_kda_options {
   double lower_bound; /* the safe gate's bound; 0: -5 */
   int vblock;         /* columns of V per block of the state pass: 16 or 32; 0: chosen from
                          the problem and the current GPU (16 when the blocks would not fill it) */
+  /* Other vblock values, a non-finite scale or lower_bound, or a positive
+   * lower_bound are CAKE_ERR_ARGUMENT. */
 } cake_kda_options;
 
 typedef struct cake_kda_tensors {
@@ -166,10 +199,12 @@ cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_
 cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
                             size_t workspace_bytes, void *stream);
 
-/* The multiprocessor count of the current device; leaves *n alone without one. */
+/* The multiprocessor count of the current device; leaves *n alone without one.
+ * Without a driver, the message names libcuda.so.1 and the loader's reason. */
 cake_status cake_device_sm_count(int *n);
 
-/* The target the current device runs ("sm_90a", ...), for messages and tests. */
+/* The target the current device runs ("sm_90a", ...), for messages and tests;
+ * `buf` must hold it with its terminating NUL (16 bytes suffice). */
 cake_status cake_device_target(char *buf, size_t n);
 
 #ifdef __cplusplus

@@ -30,9 +30,11 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void load_driver(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
+  if (!h) { /* the reason given is that of libcuda.so.1, the library the driver installs */
     snprintf(g_cuda_error, sizeof g_cuda_error, "the CUDA driver (libcuda.so.1) could not be loaded: %s", dlerror());
+    h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) {
     g_cuda_state = -1;
     return;
   }
@@ -103,9 +105,19 @@ cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_o
   return CAKE_OK;
 }
 
-cake_status cake_device_target(char *buf, size_t n) { return rt_current_target(buf, n, NULL, NULL); }
+cake_status cake_device_target(char *buf, size_t n) {
+  if (!buf || n == 0) return rt_fail(CAKE_ERR_ARGUMENT, "cake_device_target: a buffer is required");
+  char target[16];
+  cake_status s = rt_current_target(target, sizeof target, NULL, NULL);
+  if (s) return s;
+  if (strlen(target) >= n)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_device_target: '%s' needs %zu bytes", target, strlen(target) + 1);
+  memcpy(buf, target, strlen(target) + 1);
+  return CAKE_OK;
+}
 
 cake_status cake_device_sm_count(int *n) {
+  if (!n) return rt_fail(CAKE_ERR_ARGUMENT, "cake_device_sm_count: n is required");
   char target[16];
   int dev;
   cake_status s = rt_current_target(target, sizeof target, NULL, &dev);
@@ -140,11 +152,6 @@ static const RtKernel *pick(const RtStage *st, const char *target) {
 }
 
 cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function) {
-  for (int i = 0; i < st->nloaded; i++)
-    if (st->loaded[i].ctx == ctx) {
-      *function = st->loaded[i].function;
-      return CAKE_OK;
-    }
   const RtCuda *cu;
   cake_status s = rt_cuda(&cu);
   if (s) return s;
@@ -158,7 +165,14 @@ cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char 
     return rt_fail(CAKE_ERR_NOT_FOUND, "stage '%s' has no kernel for %s (this GPU); the package has %s", st->name,
                    target, have);
   }
+  /* the loaded modules are looked up under the lock too: threads may share the package */
   pthread_mutex_lock(&pkg->lock);
+  for (int i = 0; i < st->nloaded; i++)
+    if (st->loaded[i].ctx == ctx) {
+      *function = st->loaded[i].function;
+      pthread_mutex_unlock(&pkg->lock);
+      return CAKE_OK;
+    }
   CUmodule mod = NULL;
   CUfunction fn = NULL;
   /* PTX-only targets load through the fatbin: the driver compiles the PTX. */

@@ -1,5 +1,9 @@
 /* json.c - a small strict JSON reader (RFC 8259) for manifest.json. Nodes
- * live in blocks owned by a JDoc and are freed together. */
+ * live in blocks owned by a JDoc and are freed together. Stricter than the
+ * RFC where the manifest needs it: an object may not repeat a key, numbers
+ * must be finite, strings may not hold \u0000 or unpaired surrogates. */
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,48 @@ static void ws(P *p) {
 
 static JNode *value(P *p);
 
+static int hex4(P *p, unsigned *v) {
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char h = p->s < p->end ? *p->s++ : 0;
+    *v <<= 4;
+    if (h >= '0' && h <= '9') *v |= (unsigned)(h - '0');
+    else if (h >= 'a' && h <= 'f') *v |= (unsigned)(h - 'a' + 10);
+    else if (h >= 'A' && h <= 'F') *v |= (unsigned)(h - 'A' + 10);
+    else return -1;
+  }
+  return 0;
+}
+
+static int digit(P *p, const char *q) { return q < p->end && *q >= '0' && *q <= '9'; }
+
+/* A number as RFC 8259 writes it: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int number(P *p, double *out) {
+  const char *q = p->s;
+  if (q < p->end && *q == '-') q++;
+  if (!digit(p, q)) return -1;
+  if (*q++ != '0')
+    while (digit(p, q)) q++;
+  if (q < p->end && *q == '.') {
+    if (!digit(p, ++q)) return -1;
+    while (digit(p, q)) q++;
+  }
+  if (q < p->end && (*q == 'e' || *q == 'E')) {
+    q++;
+    if (q < p->end && (*q == '+' || *q == '-')) q++;
+    if (!digit(p, q)) return -1;
+    while (digit(p, q)) q++;
+  }
+  char buf[64];
+  if (q - p->s >= (ptrdiff_t)sizeof buf) return -1;
+  memcpy(buf, p->s, (size_t)(q - p->s));
+  buf[q - p->s] = 0;
+  *out = strtod(buf, NULL);
+  if (isinf(*out)) return -1;
+  p->s = q;
+  return 0;
+}
+
 static char *string(P *p) {
   if (p->s >= p->end || *p->s != '"') return perr(p, "expected a string");
   p->s++;
@@ -85,18 +131,24 @@ static char *string(P *p) {
       case 'r': *o++ = '\r'; break;
       case 't': *o++ = '\t'; break;
       case 'u': {
-        unsigned v = 0;
-        for (int i = 0; i < 4; i++) {
-          char h = p->s < p->end ? *p->s++ : 0;
-          v <<= 4;
-          if (h >= '0' && h <= '9') v |= (unsigned)(h - '0');
-          else if (h >= 'a' && h <= 'f') v |= (unsigned)(h - 'a' + 10);
-          else if (h >= 'A' && h <= 'F') v |= (unsigned)(h - 'A' + 10);
-          else return perr(p, "bad \\u escape");
+        unsigned v, lo;
+        if (hex4(p, &v)) return perr(p, "bad \\u escape");
+        if (v >= 0xdc00 && v <= 0xdfff) return perr(p, "unpaired surrogate in a \\u escape");
+        if (v >= 0xd800 && v <= 0xdbff) {
+          if (p->end - p->s < 2 || p->s[0] != '\\' || p->s[1] != 'u')
+            return perr(p, "unpaired surrogate in a \\u escape");
+          p->s += 2;
+          if (hex4(p, &lo) || lo < 0xdc00 || lo > 0xdfff) return perr(p, "unpaired surrogate in a \\u escape");
+          v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
         }
+        if (v == 0) return perr(p, "\\u0000 in a string"); /* strings are C strings */
         if (v < 0x80) *o++ = (char)v;
         else if (v < 0x800) *o++ = (char)(0xc0 | (v >> 6)), *o++ = (char)(0x80 | (v & 0x3f));
-        else *o++ = (char)(0xe0 | (v >> 12)), *o++ = (char)(0x80 | ((v >> 6) & 0x3f)), *o++ = (char)(0x80 | (v & 0x3f));
+        else if (v < 0x10000)
+          *o++ = (char)(0xe0 | (v >> 12)), *o++ = (char)(0x80 | ((v >> 6) & 0x3f)), *o++ = (char)(0x80 | (v & 0x3f));
+        else
+          *o++ = (char)(0xf0 | (v >> 18)), *o++ = (char)(0x80 | ((v >> 12) & 0x3f)),
+          *o++ = (char)(0x80 | ((v >> 6) & 0x3f)), *o++ = (char)(0x80 | (v & 0x3f));
         break;
       }
       default: return perr(p, "bad escape in a string");
@@ -140,7 +192,15 @@ static JNode *value(P *p) {
       char *key = NULL;
       if (obj) {
         ws(p);
+        const char *at = p->s;
         if (!(key = string(p))) return NULL;
+        for (int i = 0; i < n->n; i++) /* the first would win here and the last elsewhere: refuse both */
+          if (!strcmp(n->items[i]->key, key)) {
+            char msg[160];
+            p->s = at; /* the message points at the key */
+            snprintf(msg, sizeof msg, "duplicate key \"%.100s\"", key);
+            return perr(p, msg);
+          }
         ws(p);
         if (p->s >= p->end || *p->s != ':') return perr(p, "expected ':'");
         p->s++;
@@ -170,14 +230,8 @@ static JNode *value(P *p) {
   } else if (c == 'n' && p->end - p->s >= 4 && !strncmp(p->s, "null", 4)) {
     n->kind = J_NULL, p->s += 4;
   } else if (c == '-' || (c >= '0' && c <= '9')) {
-    char buf[64];
-    size_t k = 0;
-    while (p->s < p->end && k < sizeof buf - 1 && strchr("+-0123456789.eE", *p->s)) buf[k++] = *p->s++;
-    buf[k] = 0;
-    char *e;
     n->kind = J_NUM;
-    n->num = strtod(buf, &e);
-    if (*e) return perr(p, "bad number");
+    if (number(p, &n->num)) return perr(p, "bad number (the JSON form, at most 63 characters, finite)");
   } else {
     return perr(p, "unexpected character");
   }

@@ -1,4 +1,5 @@
 /* kda.c - the KDA convenience entry over the generic path. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -6,22 +7,31 @@
 
 cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, int64_t T, int64_t H,
                           const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out) {
+  if (out) *out = NULL;
   if (!pkg || !opt || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_plan: pkg, opt and out are required");
   const char *gate = opt->gate ? opt->gate : "safe";
   if (strcmp(gate, "safe") && strcmp(gate, "softplus") && strcmp(gate, "external"))
     return rt_fail(CAKE_ERR_ARGUMENT, "unknown KDA gate '%s' (safe, softplus or external)", gate);
+  if (opt->vblock != 0 && opt->vblock != 16 && opt->vblock != 32)
+    return rt_fail(CAKE_ERR_ARGUMENT, "KDA vblock is %d; expected 16, 32 or 0 (chosen from the problem)", opt->vblock);
+  if (!isfinite(opt->scale))
+    return rt_fail(CAKE_ERR_ARGUMENT, "KDA scale is %g; expected a finite value (0: 1/sqrt(K))", opt->scale);
+  if (!isfinite(opt->lower_bound) || opt->lower_bound > 0)
+    return rt_fail(CAKE_ERR_ARGUMENT, "KDA lower_bound is %g; expected a negative value (0: -5)", opt->lower_bound);
+  cake_status s;
+  if ((s = rt_check_dim("T", T)) || (s = rt_check_dim("H", H)) || (cu_seqlens && (s = rt_check_ndocs(ndocs)))) return s;
   /* The chain runs one block per (document, head, V block): with too few
    * to keep two per multiprocessor busy, blocks of 16 columns instead of 32. */
   int sms = 132;
   cake_device_sm_count(&sms);
-  int64_t nd = cu_seqlens ? ndocs : 1;
-  int v16 = nd * H * (128 / 16) <= 2 * (int64_t)sms;
-  if (opt->vblock == 16 || opt->vblock == 32) v16 = opt->vblock == 16;
+  int64_t nd = cu_seqlens ? ndocs : 1, blocks;
+  int v16 = !__builtin_mul_overflow(nd, H * (128 / 16), &blocks) && blocks <= 2 * (int64_t)sms;
+  if (opt->vblock) v16 = opt->vblock == 16;
   char variant[160];
   snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s,vblock=%s", gate,
            opt->qk_norm ? "true" : "false", opt->beta_logits ? "true" : "false", v16 ? "v16" : "v32");
   const cake_program *prog;
-  cake_status s = cake_package_variant(pkg, "kda_fwd", variant, &prog);
+  s = cake_package_variant(pkg, "kda_fwd", variant, &prog);
   if (s) return s;
   cake_plan *plan;
   if ((s = cake_plan_create(prog, &plan))) return s;
@@ -45,7 +55,7 @@ cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_
 
 cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
                             size_t workspace_bytes, void *stream) {
-  if (!plan || !t) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_launch: plan and tensors are required");
+  if (!plan || !t || !entry) return rt_fail(CAKE_ERR_ARGUMENT, "cake_kda_launch: plan, entry and tensors are required");
   cake_binding b[10];
   int n = 0;
   b[n++] = (cake_binding){"q", t->q};
@@ -62,8 +72,8 @@ cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_t
   b[n++] = (cake_binding){"ht", t->ht};
   /* an entry needs only its stages' tensors: bind those */
   cake_binding used[10];
-  int m = 0, ei = rt_entry_index(plan->prog, entry ? entry : "");
-  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "kda_fwd has no entry '%s'", entry ? entry : "(null)");
+  int m = 0, ei = rt_entry_index(plan->prog, entry);
+  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "kda_fwd has no entry '%s'", entry);
   const RtEntry *e = &plan->prog->entries[ei];
   for (int i = 0; i < n; i++) {
     int ti = rt_tensor_index(plan->prog, b[i].name), need = 0;

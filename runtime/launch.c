@@ -5,15 +5,15 @@
 
 #include "rt.h"
 
-static cake_status grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
+cake_status rt_grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
   g[0] = g[1] = g[2] = 1;
   for (int i = 0; i < st->ngrid; i++) {
     const RtGrid *r = &st->grid[i];
     int64_t n = r->kind == G_CHUNKS ? p->nchunks : r->kind == G_DOCS ? p->ndocs : r->kind == G_DIM ? p->dims[r->dim] : r->value;
     int64_t lim = i == 0 ? INT32_MAX : 65535;
-    if (n > lim)
-      return rt_fail(CAKE_ERR_PLAN, "stage '%s': grid dimension %c = %lld exceeds the CUDA limit %lld", st->name, "xyz"[i],
-                     (long long)n, (long long)lim);
+    if (n < 0 || n > lim) /* the loader and the plan keep every count in range: never launch a wrapped one */
+      return rt_fail(CAKE_ERR_PLAN, "stage '%s': grid dimension %c = %lld is outside the CUDA range [0, %lld]",
+                     st->name, "xyz"[i], (long long)n, (long long)lim);
     g[i] = (unsigned)n;
   }
   return CAKE_OK;
@@ -36,7 +36,7 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   void *ctx;
   int device;
   if ((s = rt_current_target(target, sizeof target, &ctx, &device))) return s;
-  uint64_t ptr[256] = {0};
+  uint64_t ptr[RT_MAX_TENSORS] = {0};
   for (int i = 0; i < n; i++) {
     int ti = rt_tensor_index(prog, b[i].name);
     ptr[ti] = b[i].tensor.data;
@@ -63,24 +63,23 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   for (int si = 0; si < e->n; si++) {
     RtStage *st = &prog->stages[e->stages[si]];
     unsigned grid[3];
-    if ((s = grid_of(p, st, grid))) return s;
+    if ((s = rt_grid_of(p, st, grid))) return s;
     if (!grid[0] || !grid[1] || !grid[2]) continue; /* nothing to do (e.g. no tokens) */
     void *fn;
     if ((s = rt_load_stage(prog->pkg, st, ctx, target, &fn))) return s;
-    void *params[64]; /* the compiler gives a kernel at most 64 arguments (CAKE_MAX_KERNEL_ARGS) */
-    union { uint64_t p; int32_t i; float f; } vals[64];
-    if (st->nargs > 64) return rt_fail(CAKE_ERR_PACKAGE, "stage '%s' has too many arguments", st->name);
+    void *params[RT_MAX_ARGS]; /* the loader allows no more */
+    union { uint64_t p; int32_t i; float f; } vals[RT_MAX_ARGS];
     for (int a = 0; a < st->nargs; a++) {
       const RtArg *ra = &st->args[a];
       switch (ra->what) {
         case A_TENSOR: vals[a].p = ptr[ra->index]; break;
         case A_CHUNK_TABLE: vals[a].p = chunk_table; break;
         case A_DOC_TABLE: vals[a].p = doc_table; break;
-        case A_DIM: vals[a].i = (int32_t)p->dims[ra->index]; break;
+        case A_DIM: vals[a].i = (int32_t)p->dims[ra->index]; break; /* < 2^31: rt_check_dim */
         case A_PARAM: {
           const RtParam *pa = &prog->params[ra->index];
           double v = p->param_set[ra->index] ? p->params[ra->index] : pa->def;
-          if (pa->is_int) vals[a].i = (int32_t)v;
+          if (pa->is_int) vals[a].i = (int32_t)v; /* in range: checked on load and by cake_plan_set_param */
           else vals[a].f = (float)v;
           break;
         }

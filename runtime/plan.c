@@ -1,6 +1,6 @@
 /* plan.c - the host plan: dims, documents, the chunk table, the byte-exact
  * workspace and saved-area layout, and tensor validation. */
-#include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,11 +10,25 @@ enum { ITEM_ALIGN = 256 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e) { return e.dim >= 0 ? plan->dims[e.dim] : e.value; }
 
+cake_status rt_check_dim(const char *name, int64_t value) {
+  if (value < 0 || value > INT32_MAX)
+    return rt_fail(CAKE_ERR_ARGUMENT, "dim %s = %lld is out of range [0, 2^31)", name, (long long)value);
+  return CAKE_OK;
+}
+
+cake_status rt_check_ndocs(int64_t ndocs) {
+  if (ndocs < 1 || ndocs > RT_MAX_DOCS)
+    return rt_fail(CAKE_ERR_ARGUMENT, "ndocs = %lld is out of range [1, %d]", (long long)ndocs, RT_MAX_DOCS);
+  return CAKE_OK;
+}
+
 cake_status cake_plan_create(const cake_program *prog, cake_plan **out) {
   if (!prog || !out) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_create: prog and out are required");
+  *out = NULL;
   const cake_allocator *al = &prog->pkg->al;
   cake_plan *p = rt_alloc(al, sizeof *p);
   if (!p) return CAKE_ERR_MEMORY;
+  p->al = *al;
   p->prog = prog;
   p->dims = rt_alloc(al, sizeof(int64_t) * (size_t)(prog->ndims + 1));
   p->dim_set = rt_alloc(al, sizeof(int) * (size_t)(prog->ndims + 1));
@@ -28,18 +42,26 @@ cake_status cake_plan_create(const cake_program *prog, cake_plan **out) {
   return CAKE_OK;
 }
 
+static void free_layout(cake_plan *p) {
+  rt_free(&p->al, p->chunk_table);
+  rt_free(&p->al, p->doc_table);
+  rt_free(&p->al, p->items);
+  p->chunk_table = p->doc_table = NULL;
+  p->items = NULL;
+  p->nitems = 0;
+  p->nchunks = 0;
+}
+
 void cake_plan_free(cake_plan *p) {
   if (!p) return;
-  const cake_allocator *al = &p->prog->pkg->al;
-  rt_free(al, p->dims);
-  rt_free(al, p->dim_set);
-  rt_free(al, p->params);
-  rt_free(al, p->param_set);
-  rt_free(al, p->cu);
-  rt_free(al, p->chunk_table);
-  rt_free(al, p->doc_table);
-  rt_free(al, p->items);
-  rt_free(al, p);
+  cake_allocator al = p->al; /* the plan's own copy: the package is not touched */
+  free_layout(p);
+  rt_free(&al, p->dims);
+  rt_free(&al, p->dim_set);
+  rt_free(&al, p->params);
+  rt_free(&al, p->param_set);
+  rt_free(&al, p->cu);
+  rt_free(&al, p);
 }
 
 static cake_status unfinalize(cake_plan *p) {
@@ -55,9 +77,9 @@ cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
       if (i == p->prog->docs_dim)
         return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the documents; it is set by cake_plan_set_docs", name);
       if (i == p->prog->chunks_dim)
-        return rt_fail(CAKE_ERR_ARGUMENT, "'chunks' counts the chunks; the plan computes it");
-      if (value < 0 || value > INT32_MAX)
-        return rt_fail(CAKE_ERR_ARGUMENT, "dim %s = %lld is out of range [0, 2^31)", name, (long long)value);
+        return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the chunks; the plan computes it", name);
+      cake_status s = rt_check_dim(name, value);
+      if (s) return s;
       p->dims[i] = value;
       p->dim_set[i] = 1;
       return unfinalize(p);
@@ -77,34 +99,41 @@ cake_status cake_plan_get_dim(const cake_plan *p, const char *name, int64_t *val
 }
 
 cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
-  if (!p || !cu || ndocs < 1) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_docs: cu_seqlens and ndocs >= 1 are required");
+  if (!p || !cu) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_docs: plan and cu_seqlens are required");
   if (p->prog->tokens_dim < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no token sequence", p->prog->name);
-  if (ndocs > INT32_MAX - 1) return rt_fail(CAKE_ERR_ARGUMENT, "too many documents (%lld)", (long long)ndocs);
-  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d, must be 0", cu[0]);
-  for (int64_t i = 0; i < ndocs; i++)
-    if (cu[i + 1] < cu[i])
-      return rt_fail(CAKE_ERR_PLAN, "cu_seqlens decreases at document %lld (%d then %d)", (long long)i, cu[i], cu[i + 1]);
-  const cake_allocator *al = &p->prog->pkg->al;
-  int32_t *copy = rt_alloc(al, sizeof(int32_t) * (size_t)(ndocs + 1));
+  cake_status s = rt_check_ndocs(ndocs);
+  if (s) return s;
+  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
+  for (int64_t i = 1; i <= ndocs; i++)
+    if (cu[i] < cu[i - 1])
+      return rt_fail(CAKE_ERR_PLAN,
+                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
+                     (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
+  int32_t *copy = rt_alloc(&p->al, sizeof(int32_t) * (size_t)(ndocs + 1));
   if (!copy) return CAKE_ERR_MEMORY;
   memcpy(copy, cu, sizeof(int32_t) * (size_t)(ndocs + 1));
-  rt_free(al, p->cu);
+  rt_free(&p->al, p->cu);
   p->cu = copy;
   p->ndocs = ndocs;
   return unfinalize(p);
 }
 
 cake_status cake_plan_set_param(cake_plan *p, const char *name, double value) {
+  if (!p || !name) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_param: plan and name are required");
   for (int i = 0; i < p->prog->nparams; i++)
     if (!strcmp(p->prog->params[i].name, name)) {
+      /* the launch converts the value to the kernel's i32 or f32: it must fit */
+      if (p->prog->params[i].is_int && !(value >= INT32_MIN && value <= INT32_MAX && (double)(int32_t)value == value))
+        return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is i32; %.15g is not an integer in [-2^31, 2^31)", name,
+                       value);
+      if (!p->prog->params[i].is_int && !(value >= -FLT_MAX && value <= FLT_MAX))
+        return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is f32; %.15g is not a finite f32 value", name, value);
       p->params[i] = value;
       p->param_set[i] = 1;
       return CAKE_OK;
     }
   return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no parameter '%s'", p->prog->name, name);
 }
-
-static size_t align_up(size_t x) { return (x + ITEM_ALIGN - 1) / ITEM_ALIGN * ITEM_ALIGN; }
 
 static int uses_tables(const cake_program *prog, RtArgWhat what) {
   for (int s = 0; s < prog->nstages; s++)
@@ -113,9 +142,120 @@ static int uses_tables(const cake_program *prog, RtArgWhat what) {
   return 0;
 }
 
-cake_status cake_plan_finalize(cake_plan *p) {
+/* The chunk and document tables: chunks restart at every document. */
+static cake_status chunk_tables(cake_plan *p) {
   const cake_program *prog = p->prog;
-  const cake_allocator *al = &prog->pkg->al;
+  int64_t T = p->dims[prog->tokens_dim], nd = p->cu ? p->ndocs : 1, C = prog->chunk, n = 0;
+  if (p->cu && p->cu[nd] != T)
+    return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[%lld] (the last offset) is %d but the token dim %s is %lld",
+                   (long long)nd, p->cu[nd], prog->dims[prog->tokens_dim], (long long)T);
+  if (prog->docs_dim >= 0) {
+    p->dims[prog->docs_dim] = nd;
+    p->dim_set[prog->docs_dim] = 1;
+  }
+  for (int64_t d = 0; d < nd; d++) { /* each term <= 2^31 / 16, and nd < 2^31: no overflow */
+    int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
+    n += (e - s + C - 1) / C;
+  }
+  if (n > INT32_MAX) return rt_fail(CAKE_ERR_PLAN, "too many chunks (%lld)", (long long)n);
+  p->chunk_table = rt_alloc(&p->al, sizeof(int32_t) * 4 * (size_t)(n + 1));
+  p->doc_table = rt_alloc(&p->al, sizeof(int32_t) * (size_t)(nd + 1));
+  if (!p->chunk_table || !p->doc_table) return CAKE_ERR_MEMORY;
+  int64_t c = 0;
+  for (int64_t d = 0; d < nd; d++) {
+    int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
+    p->doc_table[d] = (int32_t)c;
+    for (int64_t t = s; t < e; t += C, c++) {
+      p->chunk_table[4 * c] = (int32_t)t;
+      p->chunk_table[4 * c + 1] = (int32_t)(t + C < e ? t + C : e);
+      p->chunk_table[4 * c + 2] = (int32_t)d;
+      p->chunk_table[4 * c + 3] = 0;
+    }
+  }
+  p->doc_table[nd] = (int32_t)c;
+  p->nchunks = n;
+  p->ndocs = nd;
+  if (prog->chunks_dim >= 0) {
+    p->dims[prog->chunks_dim] = n;
+    p->dim_set[prog->chunks_dim] = 1;
+  }
+  return CAKE_OK;
+}
+
+/* "[T=100, H=2, 64]" */
+static const char *shape_text(const cake_plan *p, const RtTensor *t, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int j = 0; j < t->rank && k < n; j++) {
+    RtExtent e = t->shape[j];
+    if (e.dim >= 0)
+      k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", j ? ", " : "", p->prog->dims[e.dim],
+                            (long long)rt_extent(p, e));
+    else
+      k += (size_t)snprintf(buf + k, n - k, "%s%lld", j ? ", " : "", (long long)e.value);
+  }
+  return buf;
+}
+
+/* The bytes of tensor `t` under the plan's dims, with every product checked. */
+static cake_status tensor_bytes(const cake_plan *p, const RtTensor *t, size_t *bytes) {
+  size_t b = rt_dtype_bytes(t->dtype);
+  for (int j = 0; j < t->rank; j++)
+    if (__builtin_mul_overflow(b, (size_t)rt_extent(p, t->shape[j]), &b)) {
+      char shape[256];
+      return rt_fail(CAKE_ERR_PLAN, "tensor '%s' [%s] of %s has more than 2^64 bytes", t->name,
+                     shape_text(p, t, shape, sizeof shape), cake_dtype_name(t->dtype));
+    }
+  *bytes = b;
+  return CAKE_OK;
+}
+
+/* Places `bytes` at the end of an area whose size is *end (kept a multiple of
+ * ITEM_ALIGN); -1 when the area would pass SIZE_MAX. */
+static int place(size_t *end, size_t bytes, size_t *offset) {
+  size_t e;
+  if (__builtin_add_overflow(*end, bytes, &e) || __builtin_add_overflow(e, (size_t)ITEM_ALIGN - 1, &e)) return -1;
+  *offset = *end;
+  *end = e / ITEM_ALIGN * ITEM_ALIGN;
+  return 0;
+}
+
+/* The layout: the tables, then the temp tensors in the workspace; the save
+ * tensors in the saved area. Every tensor's size is checked here (inputs and
+ * outputs too), so validation and launches compute with sizes that fit. */
+static cake_status layout(cake_plan *p) {
+  const cake_program *prog = p->prog;
+  p->items = rt_alloc(&p->al, sizeof(RtItem) * (size_t)(prog->ntensors + 2));
+  if (!p->items) return CAKE_ERR_MEMORY;
+  size_t ws = 0, sv = 0, off; /* the tables are at most 2^35 bytes: they cannot overflow */
+  if (p->chunk_table && uses_tables(prog, A_CHUNK_TABLE) && !place(&ws, (size_t)p->nchunks * 16, &off))
+    p->items[p->nitems++] = (RtItem){"chunk_table", 0, off, (size_t)p->nchunks * 16, -1};
+  if (p->doc_table && uses_tables(prog, A_DOC_TABLE) && !place(&ws, (size_t)(p->ndocs + 1) * 4, &off))
+    p->items[p->nitems++] = (RtItem){"doc_table", 0, off, (size_t)(p->ndocs + 1) * 4, -1};
+  for (int i = 0; i < prog->ntensors; i++) {
+    const RtTensor *t = &prog->tensors[i];
+    size_t bytes = 0;
+    cake_status s = tensor_bytes(p, t, &bytes);
+    if (s) return s;
+    if (t->role != ROLE_TEMP_ && t->role != ROLE_SAVE_) continue;
+    const char *area = t->role == ROLE_TEMP_ ? "workspace" : "saved area";
+    if (place(t->role == ROLE_TEMP_ ? &ws : &sv, bytes, &off)) {
+      char shape[256];
+      return rt_fail(CAKE_ERR_PLAN, "the %s passes 2^64 bytes at tensor '%s' [%s] (%zu bytes)", area, t->name,
+                     shape_text(p, t, shape, sizeof shape), bytes);
+    }
+    p->items[p->nitems++] = (RtItem){t->name, t->role == ROLE_SAVE_, off, bytes, i};
+  }
+  p->workspace_bytes = ws;
+  p->saved_bytes = sv;
+  return CAKE_OK;
+}
+
+cake_status cake_plan_finalize(cake_plan *p) {
+  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_finalize: plan is required");
+  const cake_program *prog = p->prog;
+  unfinalize(p);
+  free_layout(p);
   for (int i = 0; i < prog->ndims; i++) {
     if (i == prog->docs_dim || i == prog->chunks_dim) continue;
     if (!p->dim_set[i]) return rt_fail(CAKE_ERR_PLAN, "dim '%s' of program '%s' is not set", prog->dims[i], prog->name);
@@ -123,82 +263,19 @@ cake_status cake_plan_finalize(cake_plan *p) {
   for (int i = 0; i < prog->nparams; i++)
     if (!p->param_set[i] && !prog->params[i].has_default)
       return rt_fail(CAKE_ERR_PLAN, "parameter '%s' has no default and is not set", prog->params[i].name);
-  /* documents and the chunk table */
-  rt_free(al, p->chunk_table);
-  rt_free(al, p->doc_table);
-  p->chunk_table = NULL;
-  p->doc_table = NULL;
-  p->nchunks = 0;
-  if (prog->tokens_dim >= 0) {
-    int64_t T = p->dims[prog->tokens_dim];
-    int64_t nd = p->cu ? p->ndocs : 1;
-    if (p->cu && p->cu[nd] != T)
-      return rt_fail(CAKE_ERR_PLAN, "cu_seqlens ends at %d but the token dim %s is %lld", p->cu[nd],
-                     prog->dims[prog->tokens_dim], (long long)T);
-    if (prog->docs_dim >= 0) {
-      p->dims[prog->docs_dim] = nd;
-      p->dim_set[prog->docs_dim] = 1;
-    }
-    int64_t C = prog->chunk, n = 0;
-    for (int64_t d = 0; d < nd; d++) {
-      int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
-      n += (e - s + C - 1) / C;
-    }
-    if (n > INT32_MAX) return rt_fail(CAKE_ERR_PLAN, "too many chunks (%lld)", (long long)n);
-    p->chunk_table = rt_alloc(al, sizeof(int32_t) * 4 * (size_t)(n + 1));
-    p->doc_table = rt_alloc(al, sizeof(int32_t) * (size_t)(nd + 1));
-    if (!p->chunk_table || !p->doc_table) return CAKE_ERR_MEMORY;
-    int64_t c = 0;
-    for (int64_t d = 0; d < nd; d++) {
-      int64_t s = p->cu ? p->cu[d] : 0, e = p->cu ? p->cu[d + 1] : T;
-      p->doc_table[d] = (int32_t)c;
-      for (int64_t t = s; t < e; t += C, c++) {
-        p->chunk_table[4 * c] = (int32_t)t;
-        p->chunk_table[4 * c + 1] = (int32_t)(t + C < e ? t + C : e);
-        p->chunk_table[4 * c + 2] = (int32_t)d;
-        p->chunk_table[4 * c + 3] = 0;
-      }
-    }
-    p->doc_table[nd] = (int32_t)c;
-    p->nchunks = n;
-    p->ndocs = nd;
-    if (prog->chunks_dim >= 0) {
-      p->dims[prog->chunks_dim] = n;
-      p->dim_set[prog->chunks_dim] = 1;
-    }
+  cake_status s = CAKE_OK;
+  if (prog->tokens_dim >= 0) s = chunk_tables(p);
+  if (!s) s = layout(p);
+  if (s) {
+    free_layout(p);
+    return s;
   }
-  /* layout: tables, then temp tensors in the workspace; save tensors in the saved area */
-  rt_free(al, p->items);
-  p->items = rt_alloc(al, sizeof(RtItem) * (size_t)(prog->ntensors + 2));
-  if (!p->items) return CAKE_ERR_MEMORY;
-  p->nitems = 0;
-  size_t ws = 0, sv = 0;
-  if (p->chunk_table && uses_tables(prog, A_CHUNK_TABLE)) {
-    p->items[p->nitems++] = (RtItem){"chunk_table", 0, ws, (size_t)p->nchunks * 16, -1};
-    ws = align_up(ws + (size_t)p->nchunks * 16);
-  }
-  if (p->doc_table && uses_tables(prog, A_DOC_TABLE)) {
-    p->items[p->nitems++] = (RtItem){"doc_table", 0, ws, (size_t)(p->ndocs + 1) * 4, -1};
-    ws = align_up(ws + (size_t)(p->ndocs + 1) * 4);
-  }
-  for (int i = 0; i < prog->ntensors; i++) {
-    const RtTensor *t = &prog->tensors[i];
-    if (t->role != ROLE_TEMP_ && t->role != ROLE_SAVE_) continue;
-    size_t bytes = rt_dtype_bytes(t->dtype);
-    for (int j = 0; j < t->rank; j++) bytes *= (size_t)rt_extent(p, t->shape[j]);
-    size_t *area = t->role == ROLE_TEMP_ ? &ws : &sv;
-    p->items[p->nitems++] = (RtItem){t->name, t->role == ROLE_SAVE_, *area, bytes, i};
-    *area = align_up(*area + bytes);
-  }
-  p->workspace_bytes = ws;
-  p->saved_bytes = sv;
   p->finalized = 1;
-  p->tables_uploaded_to = 0;
   return CAKE_OK;
 }
 
-static cake_status need_final(const cake_plan *p) {
-  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "plan is NULL");
+static cake_status need_final(const cake_plan *p, const char *fn) {
+  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "%s: plan is required", fn);
   if (!p->finalized) return rt_fail(CAKE_ERR_PLAN, "the plan is not finalized (call cake_plan_finalize after setting dims)");
   return CAKE_OK;
 }
@@ -206,19 +283,23 @@ static cake_status need_final(const cake_plan *p) {
 int64_t cake_plan_chunk_count(const cake_plan *p) { return p && p->finalized ? p->nchunks : -1; }
 
 cake_status cake_plan_workspace_bytes(const cake_plan *p, size_t *bytes) {
-  cake_status s = need_final(p);
+  if (!bytes) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_workspace_bytes: bytes is required");
+  cake_status s = need_final(p, "cake_plan_workspace_bytes");
   if (!s) *bytes = p->workspace_bytes;
   return s;
 }
 
 cake_status cake_plan_saved_bytes(const cake_plan *p, size_t *bytes) {
-  cake_status s = need_final(p);
+  if (!bytes) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_saved_bytes: bytes is required");
+  cake_status s = need_final(p, "cake_plan_saved_bytes");
   if (!s) *bytes = p->saved_bytes;
   return s;
 }
 
 cake_status cake_plan_item(const cake_plan *p, const char *name, size_t *offset, size_t *bytes) {
-  cake_status s = need_final(p);
+  if (!name || !offset || !bytes)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_item: name, offset and bytes are required");
+  cake_status s = need_final(p, "cake_plan_item");
   if (s) return s;
   for (int i = 0; i < p->nitems; i++)
     if (!strcmp(p->items[i].name, name)) {
@@ -252,12 +333,13 @@ static cake_status check_tensor(const cake_plan *p, const RtTensor *t, const cak
   int strided = 0;
   for (int i = 0; i < t->rank; i++) strided |= x->strides[i] != 0;
   if (strided) {
-    int64_t expect = 1;
+    int64_t expect = 1; /* the extents are the plan's, whose products finalize checked; still, never wrap */
     for (int i = t->rank - 1; i >= 0; i--) {
       if (x->shape[i] != 1 && x->strides[i] != expect)
         return rt_fail(CAKE_ERR_TENSOR, "%s: axis %d has stride %lld, expected %lld (tensors must be contiguous row-major)",
                        t->name, i, (long long)x->strides[i], (long long)expect);
-      expect *= x->shape[i];
+      if (__builtin_mul_overflow(expect, x->shape[i], &expect))
+        return rt_fail(CAKE_ERR_TENSOR, "%s: more than 2^63 elements", t->name);
     }
   }
   if (x->data % 16 != 0)
@@ -275,17 +357,19 @@ static void entry_buffers(const cake_program *prog, const RtEntry *e, int *used)
 }
 
 cake_status cake_validate(const cake_plan *p, const char *entry, const cake_binding *b, int n) {
-  cake_status s = need_final(p);
+  if (!entry || n < 0 || (n > 0 && !b))
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_validate: an entry and n >= 0 bindings are required (n = %d)", n);
+  cake_status s = need_final(p, "cake_validate");
   if (s) return s;
   const cake_program *prog = p->prog;
-  int ei = rt_entry_index(prog, entry ? entry : "");
-  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "program '%s' has no entry '%s'", prog->name, entry ? entry : "(null)");
-  int used[256] = {0}, bound[256] = {0};
-  if (prog->ntensors > 256) return rt_fail(CAKE_ERR_ARGUMENT, "too many tensors");
+  int ei = rt_entry_index(prog, entry);
+  if (ei < 0) return rt_fail(CAKE_ERR_NOT_FOUND, "program '%s' has no entry '%s'", prog->name, entry);
+  int used[RT_MAX_TENSORS] = {0}, bound[RT_MAX_TENSORS] = {0}; /* the loader allows no more tensors */
   entry_buffers(prog, &prog->entries[ei], used);
   for (int i = 0; i < n; i++) {
-    int ti = rt_tensor_index(prog, b[i].name ? b[i].name : "");
-    if (ti < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no tensor '%s'", prog->name, b[i].name ? b[i].name : "(null)");
+    if (!b[i].name) return rt_fail(CAKE_ERR_ARGUMENT, "binding %d has no name", i);
+    int ti = rt_tensor_index(prog, b[i].name);
+    if (ti < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no tensor '%s'", prog->name, b[i].name);
     const RtTensor *t = &prog->tensors[ti];
     if (t->role == ROLE_TEMP_ || t->role == ROLE_SAVE_)
       return rt_fail(CAKE_ERR_ARGUMENT, "'%s' lives in the %s area and is not bound", t->name, t->role == ROLE_TEMP_ ? "workspace" : "saved");

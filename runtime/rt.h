@@ -3,16 +3,28 @@
 #define CAKE_RT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cake_runtime.h"
 
 /* ---- errors and memory ---- */
+/* Sets the thread's message; an argument may be cake_last_error() itself. */
 cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR_MEMORY */
 void rt_free(const cake_allocator *a, void *p);
 char *rt_strdup(const cake_allocator *a, const char *s);
 const cake_allocator *rt_default_allocator(void);
+
+/* ---- files.c: package files, opened inside the package directory only ---- */
+cake_status rt_open_dir(const char *dir, int *fd);
+/* Whether `path` is relative and normalized (no empty, "." or ".." component). */
+cake_status rt_check_path(const char *path);
+/* The regular file `path` under `dirfd`, read whole into host memory (at most
+ * `limit` bytes). No symbolic link is followed, in any component. The
+ * message says why, without the path (the caller names it). */
+cake_status rt_read_file_at(const cake_allocator *al, int dirfd, const char *path, size_t limit, uint8_t **data,
+                            size_t *len);
 
 /* ---- sha256.c ---- */
 void rt_sha256(const void *data, size_t n, uint8_t out[32]);
@@ -41,7 +53,20 @@ void json_free(JDoc *doc);
 const JNode *json_get(const JNode *obj, const char *key);
 
 /* ---- the loaded package ---- */
-enum { RT_MAX_AXES = 3, RT_MAX_CTX = 8 };
+/* Limits the loader checks, so that nothing later can exceed them. */
+enum {
+  RT_MAX_AXES = 3,
+  RT_MAX_CTX = 8,
+  RT_MAX_TENSORS = 256,            /* tensors per program */
+  RT_MAX_ARGS = 64,                /* kernel arguments (the compiler's CAKE_MAX_KERNEL_ARGS) */
+  RT_MAX_OPTIONS = 16,             /* options per program (the compiler's limit) */
+  RT_MAX_SHARED_BYTES = 232448,    /* dynamic shared memory of one block (sm_90, sm_100) */
+  RT_MIN_CHUNK = 16,               /* chunk sizes: multiples of 16 in [16, 256] */
+  RT_MAX_CHUNK = 256,
+  RT_MAX_DOCS = INT32_MAX - 1,     /* documents of a plan: ndocs + 1 offsets fit in int32 */
+};
+#define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
+#define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
 
 typedef struct RtExtent {
   int dim;       /* index into program dims, or -1 */
@@ -151,6 +176,9 @@ struct cake_package {
   pthread_mutex_t lock; /* guards module loading */
 };
 
+/* The index of the record named `name` among `n` records of `stride` bytes
+ * whose first member is their name (a char *), or -1. */
+int rt_find_name(const void *base, size_t stride, int n, const char *name);
 int rt_tensor_index(const cake_program *p, const char *name);
 int rt_entry_index(const cake_program *p, const char *name);
 size_t rt_dtype_bytes(cake_dtype t);
@@ -164,6 +192,7 @@ typedef struct RtItem {
 } RtItem;
 
 struct cake_plan {
+  cake_allocator al; /* a copy of the package's */
   const cake_program *prog;
   int64_t *dims;
   int *dim_set;
@@ -183,6 +212,12 @@ struct cake_plan {
 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
+/* The grid of stage `st` under the plan: each axis within CUDA's range
+ * ([0, 2^31) on x, [0, 65535] on y and z), else CAKE_ERR_PLAN. */
+cake_status rt_grid_of(const cake_plan *plan, const RtStage *st, unsigned grid[3]);
+/* A dim's value must lie in [0, 2^31); ndocs in [1, RT_MAX_DOCS]. */
+cake_status rt_check_dim(const char *name, int64_t value);
+cake_status rt_check_ndocs(int64_t ndocs);
 
 /* ---- cuda.c: the driver, loaded on first use ---- */
 typedef struct RtCuda RtCuda;
@@ -190,6 +225,7 @@ cake_status rt_cuda(const RtCuda **out);
 cake_status rt_cuda_check(int rc, const char *what);
 cake_status rt_current_target(char *buf, size_t n, void **ctx_out, int *device_out);
 cake_status rt_check_device_pointer(uint64_t ptr, int device, const char *name);
+void rt_unload_modules(cake_package *pkg);
 cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char *target, void **function);
 cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared,
                              void *stream, void **params);

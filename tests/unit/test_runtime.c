@@ -1,15 +1,22 @@
 /* test_runtime.c - the package, the plan and tensor validation in libcakert,
  * plus its SHA-256 (against OpenSSL) and its JSON reader. A package is
- * compiled with the compiler library into a temporary directory first. */
+ * compiled with the compiler library into a temporary directory first.
+ * The second half treats packages and arguments as untrusted: manifests
+ * with bad values, files that are links, FIFOs or directories, NULL
+ * arguments, sizes that would wrap (the reliability audit's findings). */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cake.h"
@@ -110,11 +117,11 @@ static void plan_layout_and_docs(void **st) {
   assert_int_equal(plan->chunk_table[4 * 16 + 1], 1000);
   int32_t bad1[3] = {0, 10, 5};
   assert_int_equal(cake_plan_set_docs(plan, bad1, 2), CAKE_ERR_PLAN);
-  assert_string_equal(cake_last_error(), "cu_seqlens decreases at document 1 (10 then 5)");
+  assert_string_equal(cake_last_error(), "cu_seqlens[2] is 5, less than cu_seqlens[1] = 10 (the offsets must not decrease)");
   int32_t bad2[3] = {0, 10, 999};
   assert_int_equal(cake_plan_set_docs(plan, bad2, 2), CAKE_OK);
   assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
-  assert_string_equal(cake_last_error(), "cu_seqlens ends at 999 but the token dim T is 1000");
+  assert_string_equal(cake_last_error(), "cu_seqlens[2] (the last offset) is 999 but the token dim T is 1000");
   cake_plan_free(plan);
   cake_package_free(pkg);
 }
@@ -256,6 +263,683 @@ static void json_reader(void **st) {
   assert_null(json_parse(&doc, "{} x", 4, err, sizeof err));
   assert_string_equal(err, "line 1, column 4: trailing characters after the document");
   json_free(&doc);
+  /* stricter than many readers: the manifest's values must mean one thing */
+  static const struct {
+    const char *text, *err;
+  } bad[] = {
+      {"{\"a\": 1, \"a\": 2}", "line 1, column 10: duplicate key \"a\""},
+      {"[1e999]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[1.e5]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[-]", "line 1, column 2: bad number (the JSON form, at most 63 characters, finite)"},
+      {"[01]", "line 1, column 3: expected ',' or ']'"},
+      {"[\"a\\u0000b\"]", "line 1, column 10: \\u0000 in a string"},
+      {"[\"\\ud800\"]", "line 1, column 9: unpaired surrogate in a \\u escape"},
+      {"[\"\\udc00x\"]", "line 1, column 9: unpaired surrogate in a \\u escape"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_null(json_parse(&doc, bad[i].text, strlen(bad[i].text), err, sizeof err));
+    assert_string_equal(err, bad[i].err);
+    json_free(&doc);
+  }
+  const char *pair = "[\"\\ud83d\\ude00\", -0.5e+2]"; /* U+1F600 */
+  n = json_parse(&doc, pair, strlen(pair), err, sizeof err);
+  assert_non_null(n);
+  assert_string_equal(n->items[0]->str, "\xf0\x9f\x98\x80");
+  assert_true(n->items[1]->num == -50);
+  json_free(&doc);
+}
+
+/* ---- untrusted packages: fixtures ---- */
+
+/* The manifests below are written with ' for " (see q()). SYNTH is a small
+ * package of one program that uses every kind of record: a token sequence
+ * with documents, each tensor role, both param types, every grid and
+ * argument kind, and one kernel whose file ("abc") lies in a subdirectory. */
+#define SYNTH_FILE \
+  "{'path': 'bin/k.bin', 'sha256': 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 'bytes': 3}"
+#define SYNTH_PROGRAM                                                                                                  \
+  "{'name': 'p', 'variant': 'm=a', 'options': [{'name': 'm', 'value': 'a', 'default': 'a', 'values': ['a', 'b']}],"    \
+  " 'dims': [{'name': 'T', 'role': 'tokens'}, {'name': 'H', 'role': 'size'}, {'name': 'N', 'role': 'docs'},"           \
+  " {'name': 'chunks', 'role': 'chunks'}], 'chunk': 64,"                                                               \
+  " 'tensors': [{'name': 'x', 'role': 'in', 'dtype': 'bf16', 'shape': ['T', 'H', 64], 'optional': false},"            \
+  " {'name': 'y', 'role': 'out', 'dtype': 'f32', 'shape': ['T', 'H']},"                                                \
+  " {'name': 'tmp', 'role': 'temp', 'dtype': 'f32', 'shape': ['T', 'H', 'H']},"                                        \
+  " {'name': 'sv', 'role': 'save', 'dtype': 'f32', 'shape': ['chunks', 'H']}],"                                        \
+  " 'params': [{'name': 'scale', 'dtype': 'f32', 'default': 0.5}, {'name': 'k', 'dtype': 'i32', 'default': 3}],"                     \
+  " 'stages': [{'name': 'main', 'block': [128, 1, 1],"                                                                 \
+  " 'grid': [{'kind': 'chunks'}, {'kind': 'dim', 'name': 'H'}, {'kind': 'const', 'value': 2}],"                        \
+  " 'args': [{'kind': 'buffer', 'name': 'x'}, {'kind': 'buffer', 'name': 'y', 'dtype': 'f32', 'shape': ['T', 'H']}, {'kind': 'workspace', 'name': 'tmp'},"  \
+  " {'kind': 'saved', 'name': 'sv'}, {'kind': 'workspace', 'name': 'chunk_table'},"                                    \
+  " {'kind': 'workspace', 'name': 'doc_table'}, {'kind': 'parameter', 'name': 'T'},"                                   \
+  " {'kind': 'parameter', 'name': 'scale'}],"                                                                          \
+  " 'kernels': [{'target': 'sm_90a', 'symbol': 's', 'format': 'cubin', 'file': 'bin/k.bin', 'shared_bytes': 1024}]}]," \
+  " 'entries': [{'name': 'fwd', 'stages': ['main']}]}"
+#define SYNTH_HEAD "{'schema': 'cake.package', 'schema_version': 1, 'files': [" SYNTH_FILE "], 'programs': ["
+static const char SYNTH[] = SYNTH_HEAD SYNTH_PROGRAM "]}";
+
+static int g_seq;
+
+/* `text` with ' turned into " (caller frees). */
+static char *q(const char *text) {
+  char *s = strdup(text);
+  for (char *p = s; *p; p++)
+    if (*p == '\'') *p = '"';
+  return s;
+}
+
+/* q(`text`) with the first occurrence of q(`old`) replaced by q(`new_`) (caller frees). */
+static char *replaced(const char *text, const char *old, const char *new_) {
+  char *t = q(text), *o = q(old), *n = q(new_);
+  char *at = strstr(t, o);
+  if (!at) fail_msg("'%s' is not in the manifest", old);
+  char *r = malloc(strlen(t) + strlen(n) + 1);
+  sprintf(r, "%.*s%s%s", (int)(at - t), t, n, at + strlen(o));
+  free(t), free(o), free(n);
+  return r;
+}
+
+/* A fresh directory under the test's temporary directory. */
+static void fresh_dir(char *out, size_t n, const char *tag) {
+  snprintf(out, n, "%.*s/%s-%d", (int)(strlen(g_pkg) - 4), g_pkg, tag, g_seq++);
+  assert_int_equal(mkdir(out, 0755), 0);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* A package directory holding `manifest` (JSON, not the ' form) and bin/k.bin. */
+static void synth_dir(char *dir, size_t n, const char *manifest) {
+  char bin[1100];
+  fresh_dir(dir, n, "synth");
+  snprintf(bin, sizeof bin, "%s/bin", dir);
+  assert_int_equal(mkdir(bin, 0755), 0);
+  write_file(bin, "k.bin", "abc");
+  write_file(dir, "manifest.json", manifest);
+}
+
+static cake_status load_text(const char *manifest, cake_package **pkg) {
+  char dir[700];
+  synth_dir(dir, sizeof dir, manifest);
+  *pkg = (cake_package *)&g_seq; /* must come back NULL on failure */
+  return cake_package_load(dir, NULL, pkg);
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* ---- untrusted packages: the manifest (F7, F8) ---- */
+
+static void synthetic_package_loads_and_plans(void **st) {
+  char *m = q(SYNTH);
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "p", &p), CAKE_OK);
+  assert_int_equal(p->chunk, 64);
+  assert_int_equal(p->ntensors, 4);
+  assert_int_equal(p->tensors[2].role, ROLE_TEMP_);
+  assert_int_equal(p->stages[0].threads, 128);
+  assert_int_equal(p->stages[0].grid[2].value, 2);
+  assert_int_equal(p->stages[0].kernels[0].shared_bytes, 1024);
+  assert_int_equal(p->stages[0].kernels[0].len, 3);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", 2);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  size_t ws, sv, off, bytes;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_OK);
+  assert_int_equal(ws, 256 + 256 + 1792); /* chunk table, doc table, tmp (100 x 2 x 2 x 4 = 1600) */
+  assert_int_equal(cake_plan_item(plan, "tmp", &off, &bytes), CAKE_OK);
+  assert_int_equal(off, 512);
+  assert_int_equal(bytes, 1600);
+  assert_int_equal(cake_plan_saved_bytes(plan, &sv), CAKE_OK);
+  assert_int_equal(sv, 256); /* sv: 2 chunks x 2 x 4 */
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* One edit of SYNTH each (in the ' form), and what the loader must say. */
+static const struct {
+  const char *old, *new_, *msg;
+} bad_manifests[] = {
+    /* chunk (F7): the audit's rt_chunk0 and rt_chunk_neg, and the undefined conversions */
+    {"'chunk': 64", "'chunk': 0", "program 'p' (m=a): 'chunk' is 0; expected a multiple of 16 in [16, 256]"},
+    {"'chunk': 64", "'chunk': -64", "'chunk' is -64; expected a multiple of 16 in [16, 256]"},
+    {"'chunk': 64", "'chunk': 0.5", "'chunk' is 0.5; expected a multiple of 16"},
+    {"'chunk': 64", "'chunk': 24", "'chunk' is 24; expected a multiple of 16"},
+    {"'chunk': 64", "'chunk': 272", "'chunk' is 272; expected"},
+    {"'chunk': 64", "'chunk': 1e308", "'chunk' is 1e+308; expected"},
+    {"'chunk': 64", "'chunk': 9223372036854775807", "'chunk' is 9.22337203685478e+18; expected"},
+    {"'chunk': 64", "'chunk': '64'", "'chunk' must be a number, not a string"},
+    {"{'name': 'T', 'role': 'tokens'}, {'name': 'H', 'role': 'size'}, {'name': 'N', 'role': 'docs'}, {'name': "
+     "'chunks', 'role': 'chunks'}",
+     "{'name': 'T', 'role': 'size'}, {'name': 'H', 'role': 'size'}", "'chunk' is 64; a program without a token sequence has chunk 0"},
+    /* other numbers (F8) */
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', -1]", "tensor 'x': 'shape[2]' is -1; expected an integer in [1, 2147483647]"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', 0]", "tensor 'x': 'shape[2]' is 0; expected"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', 2.5]", "tensor 'x': 'shape[2]' is 2.5; expected"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', 1e308]", "tensor 'x': 'shape[2]' is 1e+308; expected"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', 2147483648]", "tensor 'x': 'shape[2]' is 2147483648; expected"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'Q', 64]", "tensor 'x': 'shape[1]' names 'Q', which is not a dim"},
+    {"'shape': ['T', 'H', 64]", "'shape': ['T', 'H', null]", "tensor 'x': 'shape[2]' must be a number, not null"},
+    {"'shape': ['T', 'H', 64]", "'shape': [1, 1, 1, 1, 1, 1, 1]", "tensor 'x': 'shape' has 7 axes; at most 6"},
+    {"'block': [128, 1, 1]", "'block': [null, 1, 1]", "stage 'main': 'block[0]' must be a number, not null"},
+    {"'block': [128, 1, 1]", "'block': ['128', 1, 1]", "stage 'main': 'block[0]' must be a number, not a string"},
+    {"'block': [128, 1, 1]", "'block': [100, 1, 1]", "stage 'main': 'block[0]' is 100; expected a multiple of 32"},
+    {"'block': [128, 1, 1]", "'block': [2048, 1, 1]", "stage 'main': 'block[0]' is 2048; expected an integer in [32, 1024]"},
+    {"'block': [128, 1, 1]", "'block': [1e308, 1, 1]", "'block[0]' is 1e+308; expected"},
+    {"'block': [128, 1, 1]", "'block': [128, 2, 1]", "stage 'main': 'block[1]' is 2; expected an integer in [1, 1]"},
+    {"'block': [128, 1, 1]", "'block': [128, 1]", "stage 'main': 'block' must have 3 entries, has 2"},
+    {"'shared_bytes': 1024", "'shared_bytes': -5", "stage 'main': 'shared_bytes' is -5; expected an integer in [0, 232448]"},
+    {"'shared_bytes': 1024", "'shared_bytes': 1e9", "'shared_bytes' is 1000000000; expected"},
+    {"'shared_bytes': 1024", "'shared_bytes': 0.5", "'shared_bytes' is 0.5; expected"},
+    {"{'kind': 'const', 'value': 2}", "{'kind': 'const', 'value': -5}", "stage 'main': 'value' is -5; expected an integer in [1, 65535]"},
+    {"{'kind': 'const', 'value': 2}", "{'kind': 'const', 'value': 0}", "'value' is 0; expected an integer in [1, 65535]"},
+    {"{'kind': 'const', 'value': 2}", "{'kind': 'const', 'value': 70000}", "'value' is 70000; expected"},
+    {"{'kind': 'const', 'value': 2}", "{'kind': 'dim', 'name': 'Q'}", "stage 'main': grid[2] names 'Q', which is not a dim"},
+    {"{'kind': 'const', 'value': 2}", "{'kind': 'rows'}", "stage 'main': 'kind' is 'rows'; expected chunks, docs, dim or const"},
+    {"'default': 0.5}", "'default': 1e39}", "param 'scale': 'default' 1e+39 is not a finite f32"},
+    {"'default': 3", "'default': 0.5", "param 'k': 'default' is 0.5; expected an integer in [-2147483648, 2147483647]"},
+    {"{'name': 'k', 'dtype': 'i32'", "{'name': 'k', 'dtype': 'i64'", "param 'k': 'dtype' is 'i64'; expected f32 or i32"},
+    {"'schema_version': 1", "'schema_version': '1'", "'schema_version' must be a number, not a string"},
+    {"'bytes': 3", "'bytes': 4", "file 'bin/k.bin': the manifest gives 4 bytes, the file has 3"},
+    /* enums */
+    {"'role': 'in'", "'role': 'bogus'", "tensor 'x': 'role' is 'bogus'; expected in, out, temp or save"},
+    {"'dtype': 'bf16'", "'dtype': 'f64'", "tensor 'x': 'dtype' is 'f64'; expected bf16, f16, f32 or i32"},
+    {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'heads'}", "dim 'H': 'role' is 'heads'; expected size, tokens, docs or chunks"},
+    {"'format': 'cubin'", "'format': 'elf'", "stage 'main': 'format' is 'elf'; expected cubin or ptx"},
+    {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'input', 'name': 'x'}", "'kind' is 'input'; expected buffer, saved, workspace or parameter"},
+    {"'optional': false", "'optional': 'no'", "tensor 'x': 'optional' must be a boolean, not a string"},
+    /* duplicates */
+    {"'chunk': 64", "'chunk': 64, 'chunk': 16", "is not valid JSON: line 1, column "},
+    {"'chunk': 64", "'chunk': 64, 'chunk': 16", "duplicate key \"chunk\""},
+    {"{'name': 'y', 'role': 'out'", "{'name': 'x', 'role': 'out'", "tensor 'x': declared twice"},
+    {"{'name': 'H', 'role': 'size'}", "{'name': 'T', 'role': 'size'}", "dim 'T': declared twice"},
+    {"{'name': 'k', 'dtype': 'i32'", "{'name': 'scale', 'dtype': 'i32'", "param 'scale': declared twice"},
+    {"{'name': 'k', 'dtype': 'i32'", "{'name': 'T', 'dtype': 'i32'", "param 'T': a dim has the same name"},
+    {"'entries': [{'name': 'fwd', 'stages': ['main']}]", "'entries': [{'name': 'fwd', 'stages': ['main']}, {'name': 'fwd', 'stages': []}]",
+     "entry 'fwd': declared twice"},
+    {"'stages': ['main']", "'stages': ['mian']", "entry 'fwd': names an unknown stage 'mian'"},
+    {"'files': [", "'files': [" SYNTH_FILE ", ", "file 'bin/k.bin': listed twice"},
+    {"'shared_bytes': 1024}]", "'shared_bytes': 1024}, {'target': 'sm_90a', 'symbol': 't', 'format': 'cubin', 'file': "
+     "'bin/k.bin', 'shared_bytes': 0}]", "stage 'main': two kernels for target 'sm_90a'"},
+    {"{'name': 'N', 'role': 'docs'}", "{'name': 'N', 'role': 'tokens'}", "dim 'N': a second dim with role 'tokens'"},
+    {"'values': ['a', 'b']", "'values': ['b']", "option 'm': 'a' is not among its values"},
+    /* references and roles */
+    {"{'kind': 'buffer', 'name': 'y'", "{'kind': 'buffer', 'name': 'tmp'", "buffer argument 'tmp' is a tensor of another role"},
+    {"{'kind': 'saved', 'name': 'sv'}", "{'kind': 'saved', 'name': 'x'}", "saved argument 'x' is a tensor of another role"},
+    {"{'kind': 'buffer', 'name': 'y'", "{'kind': 'buffer', 'name': 'zz'", "buffer argument 'zz' names no tensor"},
+    {"{'kind': 'parameter', 'name': 'T'}", "{'kind': 'parameter', 'name': 'zz'}", "parameter argument 'zz' is neither a dim nor a param"},
+    {"'file': 'bin/k.bin'", "'file': 'k.bin'", "kernel file 'k.bin' is not among the package files"},
+    {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'dtype': 'f32'}", "stage 'main': argument 'x' has dtype 'f32'; what it passes is bf16"},
+    {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'shape': ['T', 'H', 32]}", "stage 'main': argument 'x' has another shape than its tensor"},
+    {"{'kind': 'parameter', 'name': 'scale'}", "{'kind': 'parameter', 'name': 'scale', 'dtype': 'i32'}", "argument 'scale' has dtype 'i32'; what it passes is f32"},
+    /* the JSON itself */
+    {"'chunk': 64", "'chunk': 1e999", "bad number"},
+    {"'chunk': 64", "'chunk': 064", "is not valid JSON"},
+    {"'name': 'p'", "'name': 'p\\u0000q'", "\\u0000 in a string"},
+    /* file paths */
+    {"'path': 'bin/k.bin'", "'path': 'bin//k.bin'", "file 'bin//k.bin': the path must stay inside the package directory: the path has an empty component"},
+    {"'path': 'bin/k.bin'", "'path': './bin/k.bin'", "the path has a '.' component"},
+    {"'path': 'bin/k.bin'", "'path': 'bin/../bin/k.bin'", "the path has a '..' component"},
+    {"'path': 'bin/k.bin'", "'path': '/etc/hostname'", "the path is absolute"},
+    {"'path': 'bin/k.bin'", "'path': 'bin/'", "the path has an empty component"},
+    {"'path': 'bin/k.bin'", "'path': 'bin'", "package file 'bin' listed in the manifest is missing or unreadable: 'bin' is a directory, not a regular file"},
+    {"'sha256': 'ba7816bf", "'sha256': 'BA7816BF", "file 'bin/k.bin': 'sha256' is not 64 lower-case hex digits"},
+};
+
+static void manifest_values_are_validated(void **st) {
+  for (size_t i = 0; i < sizeof bad_manifests / sizeof bad_manifests[0]; i++) {
+    char *m = replaced(SYNTH, bad_manifests[i].old, bad_manifests[i].new_);
+    cake_package *pkg;
+    cake_status s = load_text(m, &pkg);
+    free(m);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad_manifests[i].msg))
+      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad_manifests[i].new_, cake_status_name(s), cake_last_error(),
+               bad_manifests[i].msg);
+    assert_null(pkg);
+  }
+}
+
+/* Programs of one name are variants with distinct option values. */
+static void duplicate_programs_are_rejected(void **st) {
+  char *same = q(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}");
+  cake_package *pkg;
+  assert_int_equal(load_text(same, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "program 'p' (m=a): appears twice with the same option values"));
+  free(same);
+  char *other = replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "}], 'dims'", "}, {'name': 'n', 'value': "
+                                                                                          "'a', 'default': 'a'}], 'dims'");
+  assert_int_equal(load_text(other, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "declares other options than an earlier variant of 'p'"));
+  free(other);
+  char *b = replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "'value': 'a', 'default'",
+                     "'value': 'b', 'default'");
+  assert_int_equal(load_text(b, &pkg), CAKE_OK); /* the variants m=b and m=a */
+  const cake_program *p;
+  assert_int_equal(cake_package_variant(pkg, "p", "m=b", &p), CAKE_OK);
+  assert_string_equal(p->options[0].value, "b");
+  cake_package_free(pkg);
+  free(b);
+}
+
+/* The audit's reproducers, as they were. */
+static void audit_manifests(void **st) {
+  static const struct {
+    const char *manifest, *msg;
+  } cases[] = {
+      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
+       "'role': 'tokens'}], 'chunk': 0, 'tensors': [], 'params': [], 'stages': [], 'entries': []}]}",
+       "program 'p': 'chunk' is 0; expected a multiple of 16 in [16, 256]"},
+      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
+       "'role': 'tokens'}], 'chunk': -64, 'tensors': [], 'params': [], 'stages': [], 'entries': []}]}",
+       "program 'p': 'chunk' is -64; expected a multiple of 16 in [16, 256]"},
+      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [{'path': '.', 'sha256': "
+       "'0000000000000000000000000000000000000000000000000000000000000000'}], 'programs': []}",
+       "file '.': the path must stay inside the package directory: the path has a '.' component"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *m = q(cases[i].manifest);
+    cake_package *pkg;
+    cake_status s = load_text(m, &pkg);
+    free(m);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), cases[i].msg))
+      fail_msg("case %zu: %s: %s", i, cake_status_name(s), cake_last_error());
+  }
+}
+
+/* F17: the cause of a missing file survives, after the prefix, once. */
+static void missing_file_names_its_cause(void **st) {
+  char *m = q("{'schema': 'cake.package', 'schema_version': 1, 'files': [{'path': 'missing.bin', 'sha256': "
+              "'0000000000000000000000000000000000000000000000000000000000000000'}], 'programs': []}");
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
+  free(m);
+  assert_string_equal(cake_last_error(),
+                      "package file 'missing.bin' listed in the manifest is missing or unreadable: No such file or directory");
+  assert_int_equal(count(cake_last_error(), "listed in the manifest"), 1);
+}
+
+/* ---- untrusted packages: the files (F9, F10) ---- */
+
+/* A copy of the first package in a fresh directory. */
+static void copy_first(char *dir, size_t n) {
+  char cmd[2400];
+  fresh_dir(dir, n, "copy");
+  snprintf(cmd, sizeof cmd, "cp -r '%s'/. '%s'", g_pkg, dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Lists one more file (`path`, whose content is `content`) in dir's manifest. */
+static void list_file(const char *dir, const char *path, const char *content) {
+  char mpath[1200], hex[65], entry[400];
+  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = fopen(mpath, "rb");
+  assert_non_null(f);
+  assert_int_equal(getdelim(&text, &len, 0, f) > 0, 1);
+  fclose(f);
+  rt_sha256_hex(content, strlen(content), hex);
+  snprintf(entry, sizeof entry, "{\"path\": \"%s\", \"sha256\": \"%s\"}, ", path, hex);
+  char *at = strchr(strstr(text, "\"files\":"), '[') + 1;
+  f = fopen(mpath, "wb");
+  assert_non_null(f);
+  fprintf(f, "%.*s%s%s", (int)(at - text), text, entry, at);
+  fclose(f);
+  free(text);
+}
+
+static void expect_load_error(const char *dir, cake_status want, const char *msg) {
+  cake_package *pkg = NULL;
+  cake_status s = cake_package_load(dir, NULL, &pkg);
+  if (s != want || !strstr(cake_last_error(), msg))
+    fail_msg("%s: %s: %s\n  expected %s: %s", dir, cake_status_name(s), cake_last_error(), cake_status_name(want), msg);
+  assert_null(pkg);
+}
+
+static void files_stay_inside_the_package(void **st) {
+  char dir[700], out[700], path[1600], cmd[3400];
+  /* a listed file replaced by a symbolic link to a file outside, of the same content */
+  copy_first(dir, sizeof dir);
+  fresh_dir(out, sizeof out, "outside");
+  snprintf(cmd, sizeof cmd, "cd '%s' && f=$(ls *.cubin) && mv \"$f\" '%s'/ && ln -s '%s'/\"$f\" \"$f\"", dir, out, out);
+  assert_int_equal(system(cmd), 0);
+  expect_load_error(dir, CAKE_ERR_PACKAGE, ".cubin' is a symbolic link (package files must lie inside the package directory)");
+  /* a directory component that is a symbolic link leaving the package: sub/hostname with sub -> outside */
+  copy_first(dir, sizeof dir);
+  write_file(out, "hostname", "host\n");
+  snprintf(path, sizeof path, "%s/sub", dir);
+  assert_int_equal(symlink(out, path), 0);
+  list_file(dir, "sub/hostname", "host\n");
+  expect_load_error(dir, CAKE_ERR_PACKAGE,
+                    "package file 'sub/hostname' listed in the manifest is missing or unreadable: 'sub' is a symbolic link");
+  /* the same with a real subdirectory loads */
+  copy_first(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/sub", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  write_file(path, "hostname", "host\n");
+  list_file(dir, "sub/hostname", "host\n");
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  cake_package_free(pkg);
+  /* a name with ".." inside it is an ordinary name */
+  copy_first(dir, sizeof dir);
+  write_file(dir, "a..b", "x");
+  list_file(dir, "a..b", "x");
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  cake_package_free(pkg);
+  /* manifest.json itself may not be a symbolic link */
+  fresh_dir(dir, sizeof dir, "manifest-link");
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  snprintf(cmd, sizeof cmd, "%s/manifest.json", g_pkg);
+  assert_int_equal(symlink(cmd, path), 0);
+  expect_load_error(dir, CAKE_ERR_PACKAGE, "manifest.json: 'manifest.json' is a symbolic link");
+}
+
+static void only_regular_files_are_read(void **st) {
+  char dir[700], path[1200];
+  /* a FIFO: the loader must answer (it used to block forever in open) */
+  alarm(60);
+  copy_first(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/pipe", dir);
+  assert_int_equal(mkfifo(path, 0644), 0);
+  list_file(dir, "pipe", "");
+  expect_load_error(dir, CAKE_ERR_PACKAGE, "'pipe' is a FIFO, not a regular file");
+  alarm(0);
+  /* a directory listed as a file (it used to ask for 2^63 bytes) */
+  copy_first(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/subdir", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  list_file(dir, "subdir", "");
+  expect_load_error(dir, CAKE_ERR_PACKAGE, "'subdir' is a directory, not a regular file");
+  /* a file over the limit is refused from its size, before it is read (sparse here) */
+  copy_first(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/big.bin", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(ftruncate(fileno(f), (off_t)RT_MAX_FILE_BYTES + 1), 0);
+  fclose(f);
+  list_file(dir, "big.bin", "");
+  expect_load_error(dir, CAKE_ERR_PACKAGE, "'big.bin' has 1073741825 bytes; the limit is 1073741824");
+  /* the package directory must be one */
+  expect_load_error(CAKE_SOURCE_DIR "/README.md", CAKE_ERR_IO, "Not a directory");
+}
+
+/* The bytes hashed are the bytes the kernels (and so the driver) get. */
+static void kernels_use_the_hashed_bytes(void **st) {
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK);
+  const RtKernel *k = &pkg->programs[0].stages[0].kernels[0];
+  const RtStage *s = &pkg->programs[0].stages[0];
+  int image = 0, fatbin = 0;
+  char path[1200], hex[65];
+  snprintf(path, sizeof path, "%s/manifest.json", g_pkg);
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  size_t len = 0;
+  assert_int_equal(getdelim(&text, &len, 0, f) > 0, 1);
+  fclose(f);
+  for (int i = 0; i < pkg->nfiles; i++) {
+    image |= pkg->files[i].data == k->image && pkg->files[i].len == k->len;
+    fatbin |= pkg->files[i].data == s->fatbin && pkg->files[i].len == s->fatbin_len;
+    rt_sha256_hex(pkg->files[i].data, pkg->files[i].len, hex);
+    assert_non_null(strstr(text, hex)); /* what was checked is what is kept */
+  }
+  assert_true(image && fatbin);
+  free(text);
+  cake_package_free(pkg);
+}
+
+/* ---- the API: arguments (F11), documents, sizes (F13, F14) ---- */
+
+static void null_and_out_of_range_arguments(void **st) {
+  char *m = q(SYNTH);
+  cake_package *pkg, *none = (cake_package *)&g_seq;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  const cake_program *p;
+  cake_plan *plan;
+  size_t n, off;
+  assert_int_equal(cake_package_load(NULL, NULL, &none), CAKE_ERR_ARGUMENT);
+  assert_null(none);
+  assert_int_equal(cake_package_load(g_pkg, NULL, NULL), CAKE_ERR_ARGUMENT);
+  cake_allocator half = {NULL, NULL, NULL};
+  assert_int_equal(cake_package_load(g_pkg, &half, &none), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_program(NULL, "p", &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_variant(pkg, NULL, NULL, &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_program_count(NULL), 0);
+  assert_null(cake_package_program_name(pkg, -1));
+  assert_null(cake_package_program_name(pkg, 1));
+  assert_int_equal(cake_package_program(pkg, "p", &p), CAKE_OK);
+  assert_int_equal(cake_plan_create(NULL, &plan), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_create(p, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(NULL), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "cake_plan_finalize: plan is required");
+  assert_int_equal(cake_plan_set_dim(plan, "T", 100), CAKE_OK);
+  assert_int_equal(cake_plan_set_dim(plan, "H", 2), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  assert_int_equal(cake_plan_workspace_bytes(plan, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_workspace_bytes(NULL, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_saved_bytes(plan, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_item(plan, NULL, &off, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_item(plan, "tmp", NULL, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_item(plan, "tmp", &off, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_item(NULL, "tmp", &off, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_chunk_count(NULL), -1);
+  /* parameters: present, and their values must fit the kernel's type */
+  assert_int_equal(cake_plan_set_param(NULL, "k", 1), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, NULL, 1), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, "k", 0.5), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "parameter 'k' is i32; 0.5 is not an integer in [-2^31, 2^31)");
+  assert_int_equal(cake_plan_set_param(plan, "k", 3e9), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, "k", NAN), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, "k", -7), CAKE_OK);
+  assert_int_equal(cake_plan_set_param(plan, "scale", NAN), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "parameter 'scale' is f32; nan is not a finite f32 value");
+  assert_int_equal(cake_plan_set_param(plan, "scale", 1e39), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, "scale", INFINITY), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_param(plan, "scale", 0.25), CAKE_OK);
+  /* validation */
+  cake_binding b[2] = {{"x", {0x1000, CAKE_BF16, 3, {100, 2, 64}, {0}}}, {"y", {0x2000, CAKE_F32, 2, {100, 2}, {0}}}};
+  assert_int_equal(cake_validate(plan, "fwd", b, 2), CAKE_OK);
+  assert_int_equal(cake_validate(plan, NULL, b, 2), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_validate(plan, "fwd", NULL, 2), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_validate(plan, "fwd", b, -3), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_validate(NULL, "fwd", b, 2), CAKE_ERR_ARGUMENT);
+  b[1].name = NULL;
+  assert_int_equal(cake_validate(plan, "fwd", b, 2), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "binding 1 has no name");
+  assert_int_equal(cake_launch(NULL, "fwd", b, 2, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  /* the KDA entry points and the device queries */
+  cake_kda_options o = {"safe", 1, 1, 0, 0, 0};
+  cake_plan *kp;
+  assert_int_equal(cake_kda_plan(NULL, &o, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_plan(pkg, NULL, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_plan(pkg, &o, 128, 2, NULL, 0, NULL), CAKE_ERR_ARGUMENT);
+  cake_kda_tensors t;
+  memset(&t, 0, sizeof t);
+  assert_int_equal(cake_kda_forward(NULL, &t, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_launch(plan, NULL, &t, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_launch(plan, "fwd", NULL, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_device_sm_count(NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_device_target(NULL, 16), CAKE_ERR_ARGUMENT);
+  char buf[16];
+  assert_int_equal(cake_device_target(buf, 0), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_status_name((cake_status)99), "CAKE_ERR_?");
+  assert_string_equal(cake_dtype_name((cake_dtype)99), "?");
+  /* a plan copies its allocator: freeing it after its package touches nothing freed */
+  cake_package_free(pkg);
+  cake_plan_free(plan);
+  cake_plan_free(NULL);
+  cake_package_free(NULL);
+}
+
+static void cu_seqlens_are_validated(void **st) {
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK);
+  const cake_program *prog;
+  cake_package_program(pkg, "first", &prog);
+  cake_plan *plan;
+  cake_plan_create(prog, &plan);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", 2);
+  int32_t ok[4] = {0, 40, 40, 100}, start[3] = {5, 40, 100}, neg[3] = {0, -5, 100}, dec[4] = {0, 60, 50, 100};
+  assert_int_equal(cake_plan_set_docs(NULL, ok, 3), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_docs(plan, NULL, 3), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_docs(plan, ok, 0), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "ndocs = 0 is out of range [1, 2147483646]");
+  assert_int_equal(cake_plan_set_docs(plan, ok, -1), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_docs(plan, ok, INT64_MAX), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_docs(plan, ok, INT32_MAX), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_docs(plan, start, 2), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "cu_seqlens[0] is 5; the offsets must start at 0");
+  assert_int_equal(cake_plan_set_docs(plan, neg, 2), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "cu_seqlens[1] is -5, less than cu_seqlens[0] = 0 (the offsets must not decrease)");
+  assert_int_equal(cake_plan_set_docs(plan, dec, 3), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "cu_seqlens[2] is 50, less than cu_seqlens[1] = 60 (the offsets must not decrease)");
+  assert_int_equal(cake_plan_set_docs(plan, ok, 3), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  assert_int_equal(cake_plan_chunk_count(plan), 1 + 0 + 1);
+  cake_plan_set_dim(plan, "T", 50); /* T changed after the documents */
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "cu_seqlens[3] (the last offset) is 100 but the token dim T is 50");
+  /* a failed finalize leaves no plan behind */
+  size_t ws;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_ERR_PLAN);
+  assert_int_equal(cake_plan_chunk_count(plan), -1);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+static char g_big_error[2048]; /* plan_big's message */
+
+/* Plans with H = 2^31 - 1 over SYNTH (T small, so the tables stay small). */
+static cake_status plan_big(const char *old, const char *new_) {
+  char *m = replaced(SYNTH, old, new_);
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  const cake_program *p;
+  cake_plan *plan;
+  assert_int_equal(cake_package_program(pkg, "p", &p), CAKE_OK);
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", INT32_MAX);
+  cake_status s = cake_plan_finalize(plan);
+  snprintf(g_big_error, sizeof g_big_error, "%s", cake_last_error());
+  size_t ws = 1;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), s ? CAKE_ERR_PLAN : CAKE_OK);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+  return s;
+}
+
+static void sizes_never_wrap(void **st) {
+  /* a temp tensor of more than 2^64 bytes (F14) */
+  assert_int_equal(plan_big("", ""), CAKE_ERR_PLAN); /* SYNTH as it is */
+  assert_string_equal(g_big_error, "tensor 'tmp' [T=100, H=2147483647, H=2147483647] of f32 has more than 2^64 bytes");
+  /* temps that fit one by one, not together */
+  assert_int_equal(plan_big("'shape': ['T', 'H', 'H']", "'shape': ['H', 'H']}, {'name': 'tmp2', 'role': 'temp', "
+                                                          "'dtype': 'f32', 'shape': ['H', 'H']"),
+                   CAKE_ERR_PLAN);
+  assert_string_equal(g_big_error, "the workspace passes 2^64 bytes at tensor 'tmp2' [H=2147483647, "
+                                         "H=2147483647] (18446744056529682436 bytes)");
+  /* an input that large is refused at finalize, so validation's stride products cannot overflow (F13) */
+  assert_int_equal(plan_big("'shape': ['T', 'H', 64]", "'shape': ['H', 'H', 'H']"), CAKE_ERR_PLAN);
+  assert_string_equal(g_big_error, "tensor 'x' [H=2147483647, H=2147483647, H=2147483647] of bf16 has more than 2^64 bytes");
+  /* cake_kda_plan checks T, H and ndocs before computing with them (F13) */
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK);
+  cake_kda_options o = {"safe", 1, 1, 0, 0, 0};
+  cake_plan *plan = (cake_plan *)&g_seq;
+  int32_t cu[2] = {0, 128};
+  assert_int_equal(cake_kda_plan(pkg, &o, 128, INT64_MAX, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "dim H = 9223372036854775807 is out of range [0, 2^31)");
+  assert_null(plan);
+  assert_int_equal(cake_kda_plan(pkg, &o, -1, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_plan(pkg, &o, 128, (int64_t)1 << 40, cu, (int64_t)1 << 40, &plan), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_plan(pkg, &o, 128, 2, cu, (int64_t)1 << 40, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "ndocs = 1099511627776 is out of range [1, 2147483646]");
+  cake_package_free(pkg);
+}
+
+static void kda_options_are_validated(void **st) {
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK); /* no kda_fwd: options are checked first */
+  static const struct {
+    cake_kda_options o;
+    const char *msg;
+  } cases[] = {
+      {{"safe", 1, 1, 0, 0, 7}, "KDA vblock is 7; expected 16, 32 or 0 (chosen from the problem)"},
+      {{"safe", 1, 1, 0, 0, -16}, "KDA vblock is -16; expected 16, 32 or 0 (chosen from the problem)"},
+      {{"safe", 1, 1, NAN, 0, 0}, "KDA scale is nan; expected a finite value (0: 1/sqrt(K))"},
+      {{"safe", 1, 1, INFINITY, 0, 0}, "KDA scale is inf; expected a finite value (0: 1/sqrt(K))"},
+      {{"safe", 1, 1, 0, 5, 0}, "KDA lower_bound is 5; expected a negative value (0: -5)"},
+      {{"safe", 1, 1, 0, NAN, 0}, "KDA lower_bound is nan; expected a negative value (0: -5)"},
+      {{"safe", 1, 1, 0, -INFINITY, 0}, "KDA lower_bound is -inf; expected a negative value (0: -5)"},
+      {{"nope", 1, 1, 0, 0, 0}, "unknown KDA gate 'nope' (safe, softplus or external)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cake_plan *plan;
+    assert_int_equal(cake_kda_plan(pkg, &cases[i].o, 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+    assert_string_equal(cake_last_error(), cases[i].msg);
+  }
+  cake_kda_options ok = {"safe", 1, 1, 0.125, -3, 32};
+  cake_plan *plan;
+  assert_int_equal(cake_kda_plan(pkg, &ok, 128, 2, NULL, 0, &plan), CAKE_ERR_NOT_FOUND); /* valid; no such program here */
+  assert_string_equal(cake_last_error(), "the package has no program 'kda_fwd'");
+  cake_package_free(pkg);
+}
+
+/* The launch computes each stage's grid within CUDA's range, whatever a
+ * stage record says (the loader refuses such records first). */
+static void grids_stay_in_range(void **st) {
+  char *m = q(SYNTH);
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(&pkg->programs[0], &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", 3);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  RtStage stage = pkg->programs[0].stages[0];
+  unsigned grid[3];
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_OK);
+  assert_int_equal(grid[0], 2); /* chunks */
+  assert_int_equal(grid[1], 3); /* H */
+  assert_int_equal(grid[2], 2); /* const */
+  stage.grid[2].value = -5;
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "stage 'main': grid dimension z = -5 is outside the CUDA range [0, 65535]");
+  stage.grid[2].value = 65536;
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  stage.grid[0] = (RtGrid){G_CONST, -1, (int64_t)1 << 31};
+  assert_int_equal(rt_grid_of(plan, &stage, grid), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "stage 'main': grid dimension x = 2147483648 is outside the CUDA range [0, 2147483647]");
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* Without a driver, the reason given is libcuda.so.1's own. */
+static void missing_driver_is_named(void **st) {
+  char buf[16];
+  cake_status s = cake_device_target(buf, sizeof buf);
+  if (s != CAKE_ERR_CUDA || !strstr(cake_last_error(), "could not be loaded")) skip(); /* a driver is present */
+  assert_non_null(strstr(cake_last_error(), "the CUDA driver (libcuda.so.1) could not be loaded: libcuda.so.1: "));
 }
 
 /* An allocator that fails from its n-th allocation on and counts what is live. */
@@ -276,33 +960,64 @@ static void fail_free(void *ctx, void *p) {
   free(p);
 }
 
-/* Every allocation failure while loading and planning comes back as
- * CAKE_ERR_MEMORY, with nothing leaked and nothing dereferenced. */
-static void out_of_memory_paths(void **st) {
-  int loaded = 0;
-  for (long k = 0; k < 20000 && !loaded; k++) {
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  assert_non_null(d);
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
+}
+
+/* Fails each allocation in turn while loading `dir` and planning `program`
+ * (T = 1000, H = 2) until all succeed; a load that cannot succeed ends with
+ * `final` once nothing fails. */
+static void fail_each_allocation(const char *dir, const char *program, cake_status final) {
+  int done = 0;
+  for (long k = 0; k < 20000 && !done; k++) {
     FailAlloc f = {0, k, 0};
     cake_allocator al = {fail_alloc, fail_free, &f};
     cake_package *pkg = NULL;
-    cake_status s = cake_package_load(g_pkg, &al, &pkg);
+    cake_status s = cake_package_load(dir, &al, &pkg);
     if (s == CAKE_OK) {
       const cake_program *prog;
-      assert_int_equal(cake_package_program(pkg, "first", &prog), CAKE_OK);
+      assert_int_equal(cake_package_program(pkg, program, &prog), CAKE_OK);
       cake_plan *plan = NULL;
       s = cake_plan_create(prog, &plan);
       if (s == CAKE_OK) {
         cake_plan_set_dim(plan, "T", 1000);
         cake_plan_set_dim(plan, "H", 2);
         s = cake_plan_finalize(plan);
-        loaded = s == CAKE_OK;
+        done = s == CAKE_OK;
         cake_plan_free(plan);
       }
       cake_package_free(pkg);
+    } else if (s == final) {
+      done = 1;
     }
-    if (!loaded) assert_int_equal(s, CAKE_ERR_MEMORY);
+    if (!done) assert_int_equal(s, CAKE_ERR_MEMORY);
     assert_int_equal(f.live, 0);
   }
-  assert_true(loaded);
+  assert_true(done);
+}
+
+/* Every allocation failure while loading and planning comes back as
+ * CAKE_ERR_MEMORY, with nothing leaked (memory or descriptors) and nothing
+ * dereferenced: on the compiled package, on SYNTH (a subdirectory, options,
+ * params, every record kind), and on the error path of a bad manifest. */
+static void out_of_memory_paths(void **st) {
+  int fds = open_fds();
+  char dir[700];
+  fail_each_allocation(g_pkg, "first", CAKE_OK);
+  char *m = q(SYNTH);
+  synth_dir(dir, sizeof dir, m);
+  free(m);
+  fail_each_allocation(dir, "p", CAKE_OK);
+  m = replaced(SYNTH, "'stages': ['main']", "'stages': ['mian']");
+  synth_dir(dir, sizeof dir, m);
+  free(m);
+  fail_each_allocation(dir, "p", CAKE_ERR_PACKAGE);
+  assert_int_equal(open_fds(), fds);
 }
 
 static void variants_by_options(void **st) {
@@ -323,6 +1038,25 @@ static void variants_by_options(void **st) {
   assert_string_equal(cake_last_error(), "program 'opts' has no option 'nope'");
   assert_int_equal(cake_package_variant(pkg, "opts", "mode=z", &p), CAKE_ERR_NOT_FOUND);
   assert_string_equal(cake_last_error(), "the package has no variant of 'opts' with options 'mode=z'");
+  /* each element is name=value, a known name given once with a value */
+  static const struct {
+    const char *options, *msg;
+  } bad[] = {
+      {"mode=b,mode=c", "option 'mode' is given twice in 'mode=b,mode=c'"},
+      {"mode=b,", "options 'mode=b,' have an empty element (the form is name=value,name=value)"},
+      {",mode=b", "options ',mode=b' have an empty element (the form is name=value,name=value)"},
+      {"mode=b,,fast=true", "options 'mode=b,,fast=true' have an empty element (the form is name=value,name=value)"},
+      {",", "options ',' have an empty element (the form is name=value,name=value)"},
+      {"mode", "option element 'mode' in 'mode' is not of the form name=value"},
+      {"=b", "option element '=b' in '=b' is not of the form name=value"},
+      {"mode=", "option 'mode' has an empty value"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(cake_package_variant(pkg, "opts", bad[i].options, &p), CAKE_ERR_ARGUMENT);
+    assert_string_equal(cake_last_error(), bad[i].msg);
+  }
+  assert_int_equal(cake_package_variant(pkg, "opts", "", &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "mode=a,fast=true");
   assert_int_equal(cake_package_variant(pkg, "first", NULL, &p), CAKE_ERR_NOT_FOUND);
   assert_null(cake_program_variant(NULL));
   cake_package_free(pkg);
@@ -334,6 +1068,13 @@ int main(void) {
       cmocka_unit_test(validation_messages),  cmocka_unit_test(integrity_failures),
       cmocka_unit_test(sha256_matches_openssl), cmocka_unit_test(json_reader),
       cmocka_unit_test(out_of_memory_paths),  cmocka_unit_test(variants_by_options),
+      cmocka_unit_test(synthetic_package_loads_and_plans), cmocka_unit_test(manifest_values_are_validated),
+      cmocka_unit_test(duplicate_programs_are_rejected), cmocka_unit_test(audit_manifests),
+      cmocka_unit_test(missing_file_names_its_cause), cmocka_unit_test(files_stay_inside_the_package),
+      cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),
+      cmocka_unit_test(null_and_out_of_range_arguments), cmocka_unit_test(cu_seqlens_are_validated),
+      cmocka_unit_test(sizes_never_wrap), cmocka_unit_test(kda_options_are_validated),
+      cmocka_unit_test(grids_stay_in_range), cmocka_unit_test(missing_driver_is_named),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
 }
