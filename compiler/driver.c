@@ -74,7 +74,7 @@ typedef struct Compilation {
   Diag diag;
   const cake_options *opt;
   EmitKind emit;
-  const char *archs[8];
+  const char *archs[CAKE_MAX_TARGETS];
   int narchs;
   Buf text, notes;
   Backend *be;
@@ -106,8 +106,8 @@ static int parse_archs(Compilation *c, const char *list) {
         diag_plain(&c->diag, "target '%s' is listed twice in --arch", tok);
         return -1;
       }
-    if (c->narchs == 8) {
-      diag_plain(&c->diag, "too many targets in --arch");
+    if (c->narchs == CAKE_MAX_TARGETS) {
+      diag_plain(&c->diag, "too many targets in --arch (at most %d)", CAKE_MAX_TARGETS);
       return -1;
     }
     c->archs[c->narchs++] = tok;
@@ -128,7 +128,7 @@ static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out
       diag_plain(&c->diag, "--option expects name=value, got '%s'", tok);
       return -1;
     }
-    if (out->n == CIR_MAX_OPTIONS) {
+    if (out->n == CAKE_MAX_OPTIONS) {
       diag_plain(&c->diag, "too many --option values");
       return -1;
     }
@@ -340,7 +340,7 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       failed = 1;
       continue;
     }
-    KernelBinary bins[8];
+    KernelBinary bins[CAKE_MAX_TARGETS];
     int nb = 0;
     cJSON *sj = NULL, *kjs = NULL;
     if (pj) {
@@ -456,7 +456,7 @@ static int write_manifest(Compilation *c, cJSON *programs) {
   cJSON_AddItemToObject(m, "programs", programs);
   /* files sorted by path */
   int n = cJSON_GetArraySize(c->files);
-  cJSON **items = calloc((size_t)n + 1, sizeof(cJSON *));
+  cJSON **items = cake_xcalloc((size_t)n + 1, sizeof(cJSON *));
   for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(c->files, 0);
   qsort(items, (size_t)n, sizeof *items, cmp_path);
   cJSON *files = cJSON_AddArrayToObject(m, "files");
@@ -513,7 +513,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
   }
 
   CirOptionSet want = {0};
-  int want_used[CIR_MAX_OPTIONS] = {0};
+  int want_used[CAKE_MAX_OPTIONS] = {0};
   if (opt->options && parse_option_list(c, opt->options, &want)) {
     rc = 2;
     goto done;
@@ -543,7 +543,7 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
     CirOption *decl;
     int nopt = cake_program_options(&c->arena, &c->diag, ast, &decl);
     if (nopt < 0) continue;
-    int idx[CIR_MAX_OPTIONS] = {0}, fixed[CIR_MAX_OPTIONS];
+    int idx[CAKE_MAX_OPTIONS] = {0}, fixed[CAKE_MAX_OPTIONS];
     for (int o = 0; o < nopt; o++) {
       fixed[o] = -1;
       for (int w = 0; w < want.n; w++)

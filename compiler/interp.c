@@ -92,8 +92,7 @@ static Tile *def(Interp *I, const CirInst *in) {
   Tile *t = val(I, in);
   t->ty = in->ty;
   free(t->v);
-  t->v = calloc((size_t)numel(in->ty), sizeof(double));
-  if (!t->v) cake_die("out of memory");
+  t->v = cake_xcalloc((size_t)numel(in->ty), sizeof(double));
   return t;
 }
 
@@ -242,11 +241,11 @@ static void exec_block(Interp *I, const CirBlock *b);
 static void exec_for(Interp *I, const CirInst *f) {
   long long n = (long long)val(I, f->args[0])->v[0];
   int nc = f->nargs - 1;
-  Tile carry[16];
+  Tile carry[CAKE_MAX_CARRIES];
   for (int i = 0; i < nc; i++) {
     const Tile *init = val(I, f->args[i + 1]);
     carry[i].ty = init->ty;
-    carry[i].v = malloc(sizeof(double) * (size_t)numel(init->ty));
+    carry[i].v = cake_xmalloc(sizeof(double) * (size_t)numel(init->ty));
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
   }
   long long lo = I->doc_first[n], hi = I->doc_first[n + 1];
@@ -273,7 +272,7 @@ static void exec_for(Interp *I, const CirInst *f) {
   free(I->vals[f->id].v);
   size_t total = 0;
   for (int i = 0; i < nc; i++) total += (size_t)numel(carry[i].ty);
-  I->vals[f->id].v = calloc(total ? total : 1, sizeof(double));
+  I->vals[f->id].v = cake_xcalloc(total ? total : 1, sizeof(double));
   size_t at = 0;
   for (int i = 0; i < nc; i++) {
     memcpy(I->vals[f->id].v + at, carry[i].v, sizeof(double) * (size_t)numel(carry[i].ty));
@@ -481,7 +480,7 @@ static int max_id(const CirBlock *b) {
 static void run_kernel(Interp *I, const CirKernel *k) {
   I->k = k;
   I->nvals = max_id(&k->body) + 1;
-  I->vals = calloc((size_t)I->nvals, sizeof(Tile));
+  I->vals = cake_xcalloc((size_t)I->nvals, sizeof(Tile));
   long long ext[CIR_MAX_AXES] = {1, 1, 1};
   for (int i = 0; i < k->naxes; i++) {
     const CirAxis *a = &k->axes[i];
@@ -513,15 +512,15 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
     snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
     return -1;
   }
-  I.dims = calloc((size_t)p->ndims + 1, sizeof(long long));
+  I.dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
   for (int i = 0; i < p->ndims; i++) I.dims[i] = args->dims[i];
   /* the chunk table */
   long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
   I.ndocs = args->cu_seqlens ? args->ndocs : 1;
   if (p->docs_dim >= 0) I.dims[p->docs_dim] = I.ndocs;
-  I.doc_first = calloc((size_t)I.ndocs + 1, sizeof(long long));
+  I.doc_first = cake_xcalloc((size_t)I.ndocs + 1, sizeof(long long));
   long long cap = p->chunk ? T / p->chunk + I.ndocs + 1 : 1;
-  I.chunks = calloc((size_t)cap, sizeof(Chunk));
+  I.chunks = cake_xcalloc((size_t)cap, sizeof(Chunk));
   for (long long d = 0; d < I.ndocs && p->chunk; d++) {
     long long s = args->cu_seqlens ? args->cu_seqlens[d] : 0;
     long long e = args->cu_seqlens ? args->cu_seqlens[d + 1] : T;

@@ -3,7 +3,9 @@
  * Contract: every node carries the Loc of the source text it came from. The
  * tree is built by the parser (parser.y) in the caller's Arena and is never
  * mutated afterwards; semantic analysis (compiler/sema.c) reads it and builds
- * CIR. ast_dump() prints the tree (cakec --emit=ast).
+ * CIR. A tree that cake_parse() returns is no deeper than CAKE_MAX_EXPR_DEPTH
+ * (cake_limits.h), so passes may recurse on it. ast_dump() prints the tree
+ * (cakec --emit=ast).
  */
 #ifndef CAKE_AST_H
 #define CAKE_AST_H
@@ -50,6 +52,7 @@ struct Expr {
   DType dtype;        /* E_CAST */
   Expr *a, *b;        /* operands; E_LOAD: b = default value (or NULL) */
   PtrVec args;        /* E_CALL, E_INDEX, E_LOAD: Expr* */
+  int depth;          /* levels of operators below and including this one; at most CAKE_MAX_EXPR_DEPTH */
 };
 
 typedef enum {

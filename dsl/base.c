@@ -137,6 +137,24 @@ int buf_read_file(Buf *b, const char *path) {
   return 0;
 }
 
+void *cake_xmalloc(size_t size) {
+  void *p = malloc(size ? size : 1);
+  if (!p) cake_die("out of memory allocating %zu bytes", size);
+  return p;
+}
+
+void *cake_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) cake_die("out of memory allocating %zu x %zu bytes", n, size);
+  return p;
+}
+
+void *cake_xrealloc(void *p, size_t size) {
+  void *q = realloc(p, size ? size : 1);
+  if (!q) cake_die("out of memory growing a block to %zu bytes", size);
+  return q;
+}
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

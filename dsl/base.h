@@ -47,6 +47,12 @@ char *buf_take(Buf *b); /* NUL-terminated; caller frees */
  * nothing is appended). */
 int buf_read_file(Buf *b, const char *path);
 
+/* Heap allocation for buffers that outlive an arena or are freed early:
+ * never NULL (out of memory is an internal error, cake_die). */
+void *cake_xmalloc(size_t size);
+void *cake_xcalloc(size_t n, size_t size);
+void *cake_xrealloc(void *p, size_t size);
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define cake_die(...) cake_die_at(__FILE__, __LINE__, __VA_ARGS__)

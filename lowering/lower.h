@@ -24,7 +24,7 @@
 #include "cir.h"
 #include "mlb.h"
 
-enum { MAX_W = 8, SMEM_LIMIT = 232448 };
+enum { MAX_W = 8, SMEM_LIMIT = 232448, MAX_FUSED_DEPTH = 64 };
 
 typedef enum { H_NONE, H_SCALAR, H_FUSED, H_SMEM } HomeKind;
 enum { ASYNC_NONE, ASYNC_HOIST, ASYNC_PREFETCH };
@@ -42,6 +42,7 @@ typedef struct Home {
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* scan nesting of the definition */
+  int fused_depth;  /* H_FUSED: the longest chain of fused operands below it (< MAX_FUSED_DEPTH) */
   const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
                               straight from its accumulators; those: their matmul */
   const CirInst *epilogue_carry; /* matmul writing a yielded value: the carry it updates */
@@ -92,7 +93,7 @@ typedef struct LK {
   MlirValue tid, smem;
   MlirValue grid[CIR_MAX_AXES];
   int nthreads;
-  int smem_bytes;
+  long long smem_bytes; /* the plan's size, checked against SMEM_LIMIT before it is used as an int */
   int failed;
   AccCtx acc;
   /* the scan being emitted: where prefetched loads refill for the next chunk */

@@ -212,7 +212,7 @@ static void scan_carry_rules(void **st) {
 
 static void option_count_limit(void **st) {
   char text[4096] = "program t\ndim T\n";
-  for (int i = 0; i < CIR_MAX_OPTIONS + 1; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  for (int i = 0; i < CAKE_MAX_OPTIONS + 1; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
   strcat(text, "kernel k over (i in T) { }\n");
   Fx *f = front(text);
   CirOption *opts;
@@ -220,9 +220,9 @@ static void option_count_limit(void **st) {
   assert_true(strstr(diags(f), "t.cake:19:8: error: a program may declare at most 16 options") != NULL);
   /* sixteen are fine */
   strcpy(text, "program t\ndim T\n");
-  for (int i = 0; i < CIR_MAX_OPTIONS; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  for (int i = 0; i < CAKE_MAX_OPTIONS; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
   f = front(text);
-  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), CIR_MAX_OPTIONS);
+  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), CAKE_MAX_OPTIONS);
 }
 
 static void redefinition_and_notes(void **st) {
