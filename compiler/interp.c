@@ -30,7 +30,11 @@ double cake_round_dtype(DType t, double x) {
     case DT_BF16: return cake_round_bf16(x);
     case DT_F16: return cake_round_f16(x);
     case DT_F32: return cake_round_f32(x);
-    case DT_I32: return (double)(int32_t)x;
+    case DT_I32: /* truncation toward zero, saturating; NaN is 0 (as cvt.rzi.sat.s32.f32) */
+      if (isnan(x)) return 0;
+      if (x >= 2147483647.0) return 2147483647.0;
+      if (x <= -2147483648.0) return -2147483648.0;
+      return trunc(x);
     case DT_BOOL: return x != 0;
     default: return x;
   }
@@ -197,6 +201,25 @@ static void store_elem(Interp *I, const CirInst *in, long long off, int r, int c
 
 /* ---- ops ---- */
 
+/* i32 arithmetic wraps modulo 2^32 (two's complement), as on the GPU. */
+static double wrap_i32(int64_t x) {
+  int64_t v = x & 0xffffffff;
+  return (double)(v >= 0x80000000 ? v - 0x100000000 : v);
+}
+
+/* IEEE maximum / minimum (arith.maximumf / minimumf): NaN if either is NaN,
+ * and -0 < +0. */
+static double max_ieee(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+static double min_ieee(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
 static double unary(CirOp op, double x) {
   switch (op) {
     case OP_NEG: return -x;
@@ -204,7 +227,7 @@ static double unary(CirOp op, double x) {
     case OP_EXP2: return exp2(x);
     case OP_LOG: return log(x);
     case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case OP_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case OP_SOFTPLUS: return (x > 0 ? x : 0) + log1p(exp(-fabs(x))); /* NaN stays NaN through log1p */
     case OP_SQRT: return sqrt(x);
     case OP_RSQRT: return 1.0 / sqrt(x);
     case OP_ABS: return fabs(x);
@@ -213,17 +236,32 @@ static double unary(CirOp op, double x) {
   }
 }
 
+/* i32 operands (exact integers in i32 range): the GPU's results. Division
+ * truncates; x / 0 = 0 and x % 0 = x; INT32_MIN / -1 wraps to INT32_MIN
+ * and INT32_MIN % -1 = 0 (see dsl/README.md). */
+static double int_binop(CirOp op, double a, double b) {
+  int64_t x = (int64_t)a, y = (int64_t)b;
+  switch (op) {
+    case OP_ADD: return wrap_i32(x + y);
+    case OP_SUB: return wrap_i32(x - y);
+    case OP_MUL: return wrap_i32(x * y); /* |x y| <= 2^62 */
+    case OP_DIV: return y == 0 ? 0 : wrap_i32(x / y);
+    case OP_MOD: return y == 0 ? a : (double)(x % y);
+    case OP_MAXIMUM: return a > b ? a : b;
+    case OP_MINIMUM: return a < b ? a : b;
+    default: cake_die("not an integer op: %s", cake_ops[op].id);
+  }
+}
+
 static double binop(CirOp op, DType dt, double a, double b) {
+  if (dt == DT_I32 && cake_ops[op].kind == OK_BINARY) return int_binop(op, a, b);
   switch (op) {
     case OP_ADD: return a + b;
     case OP_SUB: return a - b;
     case OP_MUL: return a * b;
-    case OP_DIV:
-      if (dt == DT_I32) return b == 0 ? 0 : (double)((long long)a / (long long)b);
-      return a / b;
-    case OP_MOD: return b == 0 ? 0 : (double)((long long)a % (long long)b);
-    case OP_MAXIMUM: return a > b ? a : b;
-    case OP_MINIMUM: return a < b ? a : b;
+    case OP_DIV: return a / b;
+    case OP_MAXIMUM: return max_ieee(a, b);
+    case OP_MINIMUM: return min_ieee(a, b);
     case OP_LT: return a < b;
     case OP_LE: return a <= b;
     case OP_GT: return a > b;
@@ -327,7 +365,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
       const Tile *a = val(I, in->args[0]);
       Tile *t = def(I, in);
       for (int i = 0; i < numel(in->ty); i++) t->v[i] = unary(in->op, a->v[i]);
-      if (in->ty.dt == DT_I32) for (int i = 0; i < numel(in->ty); i++) t->v[i] = cake_round_dtype(DT_I32, t->v[i]);
+      if (in->ty.dt == DT_I32) for (int i = 0; i < numel(in->ty); i++) t->v[i] = wrap_i32((int64_t)t->v[i]); /* -INT32_MIN */
       return;
     }
     case OK_BINARY:
@@ -390,7 +428,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
           int o = a->ty.rank == 1 ? 0 : in->axis == 0 ? c : r;
           double x = a->v[r * ac + c];
           if (in->op == OP_SUM) t->v[o] += x;
-          else if (x > t->v[o]) t->v[o] = x;
+          else t->v[o] = max_ieee(t->v[o], x);
         }
       return;
     }
@@ -513,7 +551,8 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
     return -1;
   }
   I.dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
-  for (int i = 0; i < p->ndims; i++) I.dims[i] = args->dims[i];
+  for (int i = 0; i < p->ndims; i++) /* the docs and chunks dims are computed below */
+    if (p->dims[i].role == DIM_USER || p->dims[i].role == DIM_TOKENS) I.dims[i] = args->dims[i];
   /* the chunk table */
   long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
   I.ndocs = args->cu_seqlens ? args->ndocs : 1;

@@ -155,9 +155,30 @@ void *cake_xrealloc(void *p, size_t size) {
   return q;
 }
 
+static _Thread_local CakeDieHandler *die_top;
+
+void cake_die_push(CakeDieHandler *h) {
+  h->message[0] = 0;
+  h->prev = die_top;
+  die_top = h;
+}
+
+void cake_die_pop(CakeDieHandler *h) {
+  if (die_top == h) die_top = h->prev;
+}
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  CakeDieHandler *h = die_top;
+  if (h) {
+    die_top = h->prev;
+    int n = snprintf(h->message, sizeof h->message, "internal error at %s:%d: ", file, line);
+    if (n < 0 || (size_t)n >= sizeof h->message) n = 0;
+    vsnprintf(h->message + n, sizeof h->message - (size_t)n, fmt, ap);
+    va_end(ap);
+    longjmp(h->jump, 1);
+  }
   fprintf(stderr, "cake: internal error at %s:%d: ", file, line);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");

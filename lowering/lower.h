@@ -134,6 +134,7 @@ void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
+MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);
 int cols_of(CirType t);
 
