@@ -592,6 +592,10 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
     diag_plain(&c->diag, "--emit=%s writes files: give an output directory with -o", opt->emit ? opt->emit : "package");
     return 2;
   }
+  if (c->emit >= EMIT_CUBIN && strlen(opt->output) > CAKE_MAX_OUTPUT_PATH) {
+    diag_plain(&c->diag, "the output directory's path has more than %d characters", CAKE_MAX_OUTPUT_PATH);
+    return 2;
+  }
   if (nsources <= 0) {
     diag_plain(&c->diag, "no input specs");
     return 2;

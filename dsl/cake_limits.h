@@ -18,6 +18,8 @@ enum {
   CAKE_MAX_EXPR_DEPTH = 1000,  /* operators nested in one expression, and operations in a chain of values */
   CAKE_MAX_EXTENT = 2147483647, /* a constant tensor extent or grid extent: 2^31 - 1 */
   CAKE_MAX_TILE_ELEMS = 1 << 20, /* elements of one tile value */
+  CAKE_MAX_NAME = 128,         /* characters of a name (kernel symbols and file names are built from them) */
+  CAKE_MAX_OUTPUT_PATH = 2048, /* characters of the output directory's path */
 };
 
 /* The product of a tensor's constant extents (its dims excluded): 2^40.

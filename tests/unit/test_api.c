@@ -57,6 +57,19 @@ static void rejects_bad_options(void **st) {
   assert_int_equal(cake_compile(&src, 1, &opt2, &r), 2);
   assert_non_null(strstr(cake_result_diagnostics(r), "unknown target 'sm_75'"));
   cake_result_free(r);
+  /* a path that file names could not be built from without truncation */
+  static char longdir[3000];
+  memset(longdir, 'd', sizeof longdir - 1);
+  cake_options opt3 = {.emit = "package", .archs = "sm_90a", .output = longdir};
+  assert_int_equal(cake_compile(&src, 1, &opt3, &r), 2);
+  assert_non_null(strstr(cake_result_diagnostics(r), "the output directory's path has more than 2048 characters"));
+  cake_result_free(r);
+  /* the same spec twice */
+  cake_source twice[2] = {{"api.cake", SPEC}, {"api.cake", SPEC}};
+  cake_options opt4 = {.emit = "cir"};
+  assert_int_equal(cake_compile(twice, 2, &opt4, &r), 2);
+  assert_string_equal(cake_result_diagnostics(r), "cakec: error: spec 'api.cake' is given twice\n");
+  cake_result_free(r);
 }
 
 static void same_output_twice(void **st) {

@@ -6,7 +6,10 @@
 // RUN: %cakec %t.chain.cake --emit=mlir --arch=sm_90a | FileCheck %s --check-prefix=CHAIN-MLIR
 // RUN: python3 -c "print('program p\n' + ''.join('in t%d : f32[4]\n' % i for i in range(256)) + ''.join('option o%d = a in (a)\n' % i for i in range(16)) + 'kernel k over (h in 1) { }')" > %t.many.cake
 // RUN: %cakec %t.many.cake --emit=cir | FileCheck %s --check-prefix=MANY
+// RUN: python3 -c "print('program ' + 'p' * 128 + '\nkernel k over (h in 1) { }')" > %t.name.cake
+// RUN: %cakec %t.name.cake --emit=cir | FileCheck %s --check-prefix=NAME
 // RUN: %cakec %s --emit=cir | FileCheck %s
+// NAME: program {{p{128}$}}
 // CONST: kernel k over (h in 1000)
 // CHAIN: %1999 = * %1997, %1998 : f32[16, 16]
 // CHAIN-MLIR: gpu.func @p_k_

@@ -14,7 +14,10 @@
 // RUN: not %cakec %t.tensors.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=TENSORS
 // RUN: python3 -c "print('program p\n' + ''.join('option o%d = a in (a)\n' % i for i in range(17)))" > %t.options.cake
 // RUN: not %cakec %t.options.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: python3 -c "print('program ' + 'p' * 129 + '\nkernel k over (h in 1) { }')" > %t.name.cake
+// RUN: not %cakec %t.name.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=NAME
 // RUN: not %cakec %s --emit=cir 2>&1 | FileCheck %s
+// NAME: limits_invalid.cake.tmp.name.cake:1:9: error: a name has at most 128 characters; this one has 129
 // CONST: limits_invalid.cake.tmp.const.cake:2:4013: error: expression nested too deeply (more than 1000 levels); split it into named steps
 // KERNEL: limits_invalid.cake.tmp.kernel.cake:8:4021: error: expression nested too deeply (more than 1000 levels); split it into named steps
 // PARENS: error: expression nested too deeply (the parser's stack holds 10000 levels)
@@ -40,6 +43,6 @@ kernel scan over (n in docs) {
   }
 }
 entry fwd = big, scan
-// CHECK: limits_invalid.cake:32:7: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
-// CHECK: limits_invalid.cake:33:26: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
-// CHECK: limits_invalid.cake:38:98: error: a scan carries at most 16 values; this is the 17th
+// CHECK: limits_invalid.cake:35:7: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
+// CHECK: limits_invalid.cake:36:26: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
+// CHECK: limits_invalid.cake:41:98: error: a scan carries at most 16 values; this is the 17th
