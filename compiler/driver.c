@@ -167,6 +167,16 @@ static char *read_source(Compilation *c, const char *path, size_t *len) {
   return s;
 }
 
+/* An integer written with all its digits (a cJSON number is a double, which
+ * would round above 2^53). */
+static cJSON *json_integer(long long v) {
+  char s[24];
+  snprintf(s, sizeof s, "%lld", v);
+  cJSON *j = cJSON_CreateRaw(s);
+  if (!j) cake_die("out of memory building the manifest");
+  return j;
+}
+
 /* Package modes, whatever the umask. */
 enum { DIR_MODE = 0755, FILE_MODE = 0644 };
 
@@ -214,7 +224,7 @@ static int write_out(Compilation *c, const char *name, const void *data, size_t 
   cJSON *e = cJSON_CreateObject();
   cJSON_AddStringToObject(e, "path", name);
   cJSON_AddStringToObject(e, "sha256", hex);
-  cJSON_AddNumberToObject(e, "bytes", (double)n);
+  cJSON_AddItemToObject(e, "bytes", json_integer((long long)n));
   cJSON_AddItemToArray(c->files, e);
   return 0;
 }
@@ -223,7 +233,7 @@ static int write_out(Compilation *c, const char *name, const void *data, size_t 
 
 static cJSON *extent_json(const CirProgram *p, CirExtent e) {
   if (e.sym >= 0) return cJSON_CreateString(p->dims[e.sym].name);
-  return cJSON_CreateNumber((double)e.value);
+  return json_integer(e.value);
 }
 
 static cJSON *shape_json(const CirProgram *p, const CirTensor *t) {
@@ -269,7 +279,7 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
       cJSON_AddStringToObject(o, "name", p->dims[a->extent.sym].name);
     } else {
       cJSON_AddStringToObject(o, "kind", "const");
-      cJSON_AddNumberToObject(o, "value", (double)a->extent.value);
+      cJSON_AddItemToObject(o, "value", json_integer(a->extent.value));
     }
     cJSON_AddItemToArray(g, o);
   }
