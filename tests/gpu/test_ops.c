@@ -41,6 +41,13 @@ static int tensor_index(const CirProgram *p, const char *name) {
   return i;
 }
 
+static void release(void **bufs, int n, Buf *text, Arena *arena, Diag *diag) {
+  for (int i = 0; i < n; i++) free(bufs[i]);
+  buf_free(text);
+  arena_free(arena);
+  diag_free(diag);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--spec ops.cake] [--interp-only]\n", argv[0]);
@@ -125,6 +132,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* the host buffers, freed before either half returns */
+  void *host_bufs[12 + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh};
+  for (int o = 0; o < NOUT; o++) host_bufs[12 + o] = ref[o];
   int interp_only = 0;
   for (int i = 2; i < argc; i++) interp_only |= !strcmp(argv[i], "--interp-only");
   if (interp_only) { /* the CPU half alone (a CTest): every output written and finite */
@@ -140,6 +150,7 @@ int main(int argc, char **argv) {
       bad += nonfinite > 0 || l1 == 0;
     }
     printf("test_ops (interpreter only): %s\n", bad ? "FAIL" : "PASS");
+    release(host_bufs, 12 + NOUT, &text, &arena, &diag);
     return bad ? 1 : 0;
   }
 
@@ -216,5 +227,6 @@ int main(int argc, char **argv) {
     free(got);
   }
   printf("test_ops: %s (%d failing output%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
+  release(host_bufs, 12 + NOUT, &text, &arena, &diag);
   return fails ? 1 : 0;
 }

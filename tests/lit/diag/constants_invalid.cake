@@ -17,6 +17,8 @@ const X = 1.5 % 2
 in w : f32[2147483648]
 in u : f32[65536, 65536, 65536]
 param p : i32 = 2147483648
+const H = 4611686018427387904
+in h : bf16[H]
 // CHECK: constants_invalid.cake:8:15: error: integer overflow in a constant expression: -9223372036854775808 / -1 does not fit in 64 bits
 // CHECK: constants_invalid.cake:9:15: error: integer overflow in a constant expression: -9223372036854775808 % -1 does not fit in 64 bits
 // CHECK: constants_invalid.cake:10:11: error: integer overflow in a constant expression: -(-9223372036854775808) does not fit in 64 bits
@@ -29,3 +31,4 @@ param p : i32 = 2147483648
 // CHECK: constants_invalid.cake:17:12: error: extent must be in [1, 2^31 - 1], got 2147483648
 // CHECK: constants_invalid.cake:18:26: error: the constant extents of a tensor multiply to more than 2^40 elements
 // CHECK: constants_invalid.cake:19:17: error: the default of an i32 parameter must be an integer constant that fits in i32
+// CHECK: constants_invalid.cake:21:13: error: extent must be in [1, 2^31 - 1], got 4611686018427387904
