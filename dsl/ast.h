@@ -3,7 +3,8 @@
  * Contract: every node carries the Loc of the source text it came from. The
  * tree is built by the parser (parser.y) in the caller's Arena and is never
  * mutated afterwards; semantic analysis (compiler/sema.c) reads it and builds
- * CIR. A tree that cake_parse() returns is no deeper than CAKE_MAX_EXPR_DEPTH
+ * CIR. In a tree that cake_parse() returns no expression and no nesting of
+ * blocks (if, else if, for) is deeper than CAKE_MAX_EXPR_DEPTH
  * (cake_limits.h), so passes may recurse on it. ast_dump() prints the tree
  * (cakec --emit=ast).
  */
@@ -76,6 +77,7 @@ struct Stmt {
   PtrVec carries;    /* S_FOR: Ident* */
   PtrVec body;       /* S_FOR, S_IF: Stmt* */
   PtrVec else_body;  /* S_IF */
+  int depth;         /* S_FOR, S_IF: levels of blocks below and including this one */
 };
 
 typedef struct Ident {
@@ -131,6 +133,7 @@ typedef struct Decl {
   Expr *threads;
   PtrVec body;      /* Stmt* (D_KERNEL), Decl* (D_IF) */
   PtrVec else_body; /* D_IF: Decl* */
+  int depth;        /* D_IF: levels of `if` below and including this one */
   /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
 } Decl;
 

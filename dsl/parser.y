@@ -69,6 +69,27 @@ static Expr *nested(struct ParseCtx *pc, Expr *e) {
   return e;
 }
 
+/* The same for blocks: an `if` (with its `else if` chain) or a `for` is one
+ * level deeper than the deepest block in its bodies. */
+static int block_depth(const PtrVec *v, int stmts) {
+  int d = 0;
+  for (int i = 0; i < v->len; i++) {
+    int x = stmts ? ((const Stmt *)v->items[i])->depth : ((const Decl *)v->items[i])->depth;
+    if (x > d) d = x;
+  }
+  return d;
+}
+
+static int nested_block(struct ParseCtx *pc, const PtrVec *body, const PtrVec *else_body, int stmts, Loc loc) {
+  int a = block_depth(body, stmts), b = else_body ? block_depth(else_body, stmts) : 0;
+  int d = (a > b ? a : b) + 1;
+  if (d > CAKE_MAX_EXPR_DEPTH && !pc->too_deep) {
+    pc->too_deep = 1;
+    diag_error(pc->diag, loc, "blocks nested too deeply (more than %d levels, `else if` included)", CAKE_MAX_EXPR_DEPTH);
+  }
+  return d;
+}
+
 static Expr *mk_binary(struct ParseCtx *pc, int op, Expr *a, Expr *b, Loc oploc) {
   Expr *e = mk_expr(pc, E_BINARY, oploc);
   e->op = op;
@@ -203,6 +224,7 @@ if_decl
   : IF expr '{' decls '}' else_decls {
       $$ = NEW(Decl); $$->kind = D_IF; $$->loc = L(@1);
       $$->value = $2; $$->body = $4; $$->else_body = $6;
+      $$->depth = nested_block(pc, &$$->body, &$$->else_body, 0, $$->loc);
     }
   ;
 
@@ -288,6 +310,7 @@ stmt
       $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
       $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
       $$->doc = $7; $$->doc_loc = L(@7); $$->carries = $9; $$->body = $11;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }
   ;
@@ -297,6 +320,7 @@ if_stmt
   : IF expr '{' stmts '}' else_stmts {
       $$ = NEW(Stmt); $$->kind = S_IF; $$->loc = L(@1);
       $$->value = $2; $$->body = $4; $$->else_body = $6;
+      $$->depth = nested_block(pc, &$$->body, &$$->else_body, 1, $$->loc);
     }
   ;
 
@@ -406,9 +430,9 @@ index_item
 
 static void cake_yyerror(CAKE_YYLTYPE *l, void *scanner, struct ParseCtx *pc, const char *msg) {
   (void)scanner;
-  /* the parser's stack is full: only deep nesting (parentheses, unary operators) gets there */
+  /* the parser's stack is full: only deep nesting (parentheses, unary operators, blocks) gets there */
   if (!strcmp(msg, "memory exhausted"))
-    diag_error(pc->diag, parse_loc(pc, l), "expression nested too deeply (the parser's stack holds %d levels)", YYMAXDEPTH);
+    diag_error(pc->diag, parse_loc(pc, l), "expression or block nested too deeply (the parser's stack holds %d levels)", YYMAXDEPTH);
   else
     diag_error(pc->diag, parse_loc(pc, l), "%s", msg);
 }

@@ -8,7 +8,10 @@
 // RUN: %cakec %t.many.cake --emit=cir | FileCheck %s --check-prefix=MANY
 // RUN: python3 -c "print('program ' + 'p' * 128 + '\nkernel k over (h in 1) { }')" > %t.name.cake
 // RUN: %cakec %t.name.cake --emit=cir | FileCheck %s --check-prefix=NAME
+// RUN: python3 -c "print('program p\nkernel k over (h in 1) {\n' + '  if 1 == 1 {\n' * 1000 + '  a = 1.0\n' + '}\n' * 1001)" > %t.blocks.cake
+// RUN: %cakec %t.blocks.cake --emit=cir | FileCheck %s --check-prefix=BLOCKS
 // RUN: %cakec %s --emit=cir | FileCheck %s
+// BLOCKS: kernel k over (h in 1)
 // NAME: program {{p{128}$}}
 // CONST: kernel k over (h in 1000)
 // CHAIN: %1999 = * %1997, %1998 : f32[16, 16]

@@ -16,11 +16,16 @@
 // RUN: not %cakec %t.options.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=OPTIONS
 // RUN: python3 -c "print('program ' + 'p' * 129 + '\nkernel k over (h in 1) { }')" > %t.name.cake
 // RUN: not %cakec %t.name.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=NAME
+// RUN: python3 -c "print('program p\nkernel k over (h in 1) {\n' + '  if 1 == 1 {\n' * 1001 + '  a = 1.0\n' + '}\n' * 1002)" > %t.blocks.cake
+// RUN: not %cakec %t.blocks.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: python3 -c "print('program p\n' + 'if 1 == 2 { } else ' * 5000 + '{ }\nkernel k over (h in 1) { }')" > %t.elif.cake
+// RUN: not %cakec %t.elif.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=PARENS
 // RUN: not %cakec %s --emit=cir 2>&1 | FileCheck %s
+// BLOCKS: limits_invalid.cake.tmp.blocks.cake:3:3: error: blocks nested too deeply (more than 1000 levels, `else if` included)
 // NAME: limits_invalid.cake.tmp.name.cake:1:9: error: a name has at most 128 characters; this one has 129
 // CONST: limits_invalid.cake.tmp.const.cake:2:4013: error: expression nested too deeply (more than 1000 levels); split it into named steps
 // KERNEL: limits_invalid.cake.tmp.kernel.cake:8:4021: error: expression nested too deeply (more than 1000 levels); split it into named steps
-// PARENS: error: expression nested too deeply (the parser's stack holds 10000 levels)
+// PARENS: error: expression or block nested too deeply (the parser's stack holds 10000 levels)
 // CHAIN: limits_invalid.cake.tmp.chain.cake:1008:9: error: expression nested too deeply: this value ends a chain of more than 1000 operations; split the computation (a scan, a stored temp)
 // TENSORS: limits_invalid.cake.tmp.tensors.cake:258:4: error: a program has at most 256 tensors; this is the 257th
 // OPTIONS: limits_invalid.cake.tmp.options.cake:18:8: error: a program may declare at most 16 options
@@ -43,6 +48,6 @@ kernel scan over (n in docs) {
   }
 }
 entry fwd = big, scan
-// CHECK: limits_invalid.cake:35:7: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
-// CHECK: limits_invalid.cake:36:26: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
-// CHECK: limits_invalid.cake:41:98: error: a scan carries at most 16 values; this is the 17th
+// CHECK: limits_invalid.cake:40:7: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
+// CHECK: limits_invalid.cake:41:26: error: a tile of 2097152 elements (f32[2048, 1024]) is too large; a tile has at most 1048576 elements
+// CHECK: limits_invalid.cake:46:98: error: a scan carries at most 16 values; this is the 17th
