@@ -4,14 +4,14 @@
  * Reproducibility: the manifest and every file name are functions of the
  * specs' text, the options and the compiler version only: programs are
  * listed by name whatever the order of the specs, files by path, and files
- * and directories get fixed modes (0644, 0755) whatever the umask.
+ * and directories get fixed modes (0644, 0755) whatever the umask. Kernel
+ * names are <program>_<stage>_<digest>, the digest being the first 20 hex
+ * digits of the sha256 of the kernel's CIR (with the program's
+ * declarations), the target, the code generation options, the compiler
+ * version and the PTX generated for it.
  *
  * Internal errors (cake_die: a compiler bug, or out of memory) are caught
- * here: cake_compile returns 3 with the message in its diagnostics. Kernel names are
- * <program>_<stage>_<digest>, the digest being the first 20 hex digits of
- * the sha256 of the kernel's CIR (with the program's declarations), the
- * target, the code generation options, the compiler version and the PTX
- * generated for it. */
+ * here: cake_compile returns 3 with the message in its diagnostics. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -488,14 +488,16 @@ static int cmp_path(const void *a, const void *b) {
   return strcmp(cJSON_GetObjectItem(x, "path")->valuestring, cJSON_GetObjectItem(y, "path")->valuestring);
 }
 
-static int write_manifest(Compilation *c, cJSON *programs) {
+/* Writes manifest.json; c->programs becomes part of it (and is freed with it). */
+static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
   cJSON_AddNumberToObject(m, "schema_version", 1);
   cJSON_AddStringToObject(m, "compiler", cake_version());
   cJSON *ts = cJSON_AddArrayToObject(m, "targets");
   for (int i = 0; i < c->narchs; i++) cJSON_AddItemToArray(ts, cJSON_CreateString(c->archs[i]));
-  cJSON_AddItemToObject(m, "programs", programs);
+  cJSON_AddItemToObject(m, "programs", c->programs);
+  c->programs = NULL;
   /* files sorted by path */
   int n = cJSON_GetArraySize(c->files);
   cJSON **items = cake_xcalloc((size_t)n + 1, sizeof(cJSON *));
@@ -660,8 +662,7 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
   sort_programs(&c->progs);
   for (int i = 0; i < nprogs && rc == 0; i++) rc = compile_program(c, progs[i], progs[i]->src->name, c->programs);
   if (rc == 0 && c->emit == EMIT_PACKAGE) {
-    rc = write_manifest(c, c->programs);
-    c->programs = NULL; /* now part of the manifest, which write_manifest freed */
+    rc = write_manifest(c);
   }
   return rc;
 }
