@@ -1403,6 +1403,10 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
             ERR(d->value->loc, "the default of an i32 parameter must be an integer constant that fits in i32");
             break;
           }
+          if (!isfinite(cnum(v))) { /* the manifest records it as a JSON number */
+            ERR(d->value->loc, "the default of a parameter must be a finite number");
+            break;
+          }
           pa->def = cnum(v);
           pa->has_default = 1;
         }

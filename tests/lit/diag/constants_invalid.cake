@@ -17,6 +17,7 @@ const X = 1.5 % 2
 in w : f32[2147483648]
 in u : f32[65536, 65536, 65536]
 param p : i32 = 2147483648
+param f : f32 = 1e300 * 1e300
 const H = 4611686018427387904
 in h : bf16[H]
 // CHECK: constants_invalid.cake:8:15: error: integer overflow in a constant expression: -9223372036854775808 / -1 does not fit in 64 bits
@@ -31,4 +32,5 @@ in h : bf16[H]
 // CHECK: constants_invalid.cake:17:12: error: extent must be in [1, 2^31 - 1], got 2147483648
 // CHECK: constants_invalid.cake:18:26: error: the constant extents of a tensor multiply to more than 2^40 elements
 // CHECK: constants_invalid.cake:19:17: error: the default of an i32 parameter must be an integer constant that fits in i32
-// CHECK: constants_invalid.cake:21:13: error: extent must be in [1, 2^31 - 1], got 4611686018427387904
+// CHECK: constants_invalid.cake:20:23: error: the default of a parameter must be a finite number
+// CHECK: constants_invalid.cake:22:13: error: extent must be in [1, 2^31 - 1], got 4611686018427387904
