@@ -24,9 +24,9 @@ static KernelArg *push(KernelAbi *abi) {
 
 int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   memset(abi, 0, sizeof *abi);
-  int *tensors = calloc((size_t)p->ntensors + 1, sizeof(int)), *params = calloc((size_t)p->nparams + 1, sizeof(int));
+  int *tensors = cake_xcalloc((size_t)p->ntensors + 1, sizeof(int)),
+      *params = cake_xcalloc((size_t)p->nparams + 1, sizeof(int));
   int chunks = 0, docs = 0;
-  if (!tensors || !params) cake_die("out of memory");
   scan_block(&k->body, tensors, params, &chunks, &docs);
   for (int i = 0; i < k->naxes; i++) {
     if (k->axes[i].kind == GA_CHUNKS) chunks = 1;

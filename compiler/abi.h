@@ -30,8 +30,6 @@ typedef struct KernelArg {
   const CirParam *param;
 } KernelArg;
 
-enum { CAKE_MAX_KERNEL_ARGS = 64 };
-
 typedef struct KernelAbi {
   KernelArg args[CAKE_MAX_KERNEL_ARGS];
   int nargs;

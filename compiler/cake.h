@@ -3,7 +3,10 @@
  * A host program compiles .cake specs, given as files or as strings, into
  * a package directory (manifest.json + cubins, PTX, fatbins) or into one of
  * the intermediate forms as text. Nothing is printed and nothing exits:
- * diagnostics and emitted text come back in the result.
+ * diagnostics and emitted text come back in the result, and an internal
+ * error of the compiler (a bug, or out of memory) comes back as status 3
+ * with its message in the diagnostics (some memory of the interrupted step
+ * may then stay allocated). Programs are compiled on the calling thread.
  *
  *   cake_source src = {"my.cake", NULL};        // NULL text: read the file
  *   cake_options opt = {.emit = "package", .output = "out/pkg"};
@@ -35,7 +38,8 @@ typedef struct cake_options {
 typedef struct cake_result cake_result;
 
 /* Returns 0 on success, 1 when the specs have errors, 2 for bad options or
- * I/O failures. *out is always set and must be freed. */
+ * I/O failures (including a spec given twice), 3 for an internal error.
+ * *out is always set and must be freed. */
 int cake_compile(const cake_source *sources, int nsources, const cake_options *opt, cake_result **out);
 
 const char *cake_result_diagnostics(const cake_result *r); /* "" when clean */

@@ -23,6 +23,10 @@ int main(int argc, char **argv) {
   char *options = NULL;
   size_t options_len = 0;
   cake_source *srcs = calloc((size_t)argc, sizeof *srcs);
+  if (!srcs) {
+    fputs("cakec: out of memory\n", stderr);
+    return 2;
+  }
   int n = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -33,7 +37,12 @@ int main(int argc, char **argv) {
       const char *v = a[8] == '=' ? a + 9 : argv[++i];
       size_t n0 = options_len;
       options_len += strlen(v) + 1;
-      options = realloc(options, options_len + 1);
+      char *grown = realloc(options, options_len + 1);
+      if (!grown) {
+        fputs("cakec: out of memory\n", stderr);
+        return 2;
+      }
+      options = grown;
       sprintf(options + n0, "%s%s", n0 ? "," : "", v);
       if (!n0) options_len--;
       opt.options = options;

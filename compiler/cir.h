@@ -12,6 +12,7 @@
 #define CAKE_CIR_H
 
 #include "ast.h"
+#include "cake_limits.h"
 #include "ops.h"
 
 enum { CIR_MAX_RANK = 2, CIR_MAX_TENSOR_RANK = 6, CIR_MAX_AXES = 3 };
@@ -94,6 +95,7 @@ typedef struct CirInst {
   int reverse;              /* FOR */
   struct CirInst *parent;   /* CARRY, CHUNKVAR, YIELD: their FOR; FORRES: its FOR */
   int nuses;
+  int depth;   /* the longest chain of operands below it (sema keeps it <= CAKE_MAX_EXPR_DEPTH) */
 } CirInst;
 
 struct CirBlock {
@@ -128,12 +130,10 @@ typedef struct CirOption {
   Loc loc;
 } CirOption;
 
-enum { CIR_MAX_OPTIONS = 16 }; /* options per program */
-
 /* Chosen option values (name=value pairs); options not named take their default. */
 typedef struct CirOptionSet {
-  const char *names[CIR_MAX_OPTIONS];
-  const char *values[CIR_MAX_OPTIONS];
+  const char *names[CAKE_MAX_OPTIONS];
+  const char *values[CAKE_MAX_OPTIONS];
   int n;
 } CirOptionSet;
 

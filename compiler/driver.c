@@ -2,12 +2,18 @@
  * target, and the package (manifest.json + binaries, each pinned by sha256).
  *
  * Reproducibility: the manifest and every file name are functions of the
- * specs' text, the options and the compiler version only. Kernel names are
- * <program>_<stage>_<digest>, the digest being the first 20 hex digits of
- * the sha256 of the kernel's CIR (with the program's declarations), the
- * target, the code generation options, the compiler version and the PTX
- * generated for it. */
+ * specs' text, the options and the compiler version only: programs are
+ * listed by name whatever the order of the specs, files by path, and files
+ * and directories get fixed modes (0644, 0755) whatever the umask. Kernel
+ * names are <program>_<stage>_<digest>, the digest being the first 20 hex
+ * digits of the sha256 of the kernel's CIR (with the program's
+ * declarations), the target, the code generation options, the compiler
+ * version and the PTX generated for it.
+ *
+ * Internal errors (cake_die: a compiler bug, or out of memory) are caught
+ * here: cake_compile returns 3 with the message in its diagnostics. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,9 @@ struct cake_result {
   int errors;
 };
 
+/* The result when not even a result could be allocated. */
+static cake_result oom_result = {"cakec: error: out of memory\n", NULL, NULL, 1};
+
 const char *cake_version(void) { return "cakec " CAKE_VERSION " (LLVM/MLIR 22)"; }
 const char *cake_default_archs(void) { return "sm_90a,sm_100a,sm_103a,sm_107a"; }
 const char *cake_result_diagnostics(const cake_result *r) { return r->diagnostics ? r->diagnostics : ""; }
@@ -38,7 +47,7 @@ const char *cake_result_text(const cake_result *r) { return r->text ? r->text : 
 const char *cake_result_notes(const cake_result *r) { return r->notes ? r->notes : ""; }
 int cake_result_error_count(const cake_result *r) { return r->errors; }
 void cake_result_free(cake_result *r) {
-  if (!r) return;
+  if (!r || r == &oom_result) return;
   free(r->diagnostics);
   free(r->text);
   free(r->notes);
@@ -74,11 +83,16 @@ typedef struct Compilation {
   Diag diag;
   const cake_options *opt;
   EmitKind emit;
-  const char *archs[8];
+  const char *archs[CAKE_MAX_TARGETS];
   int narchs;
   Buf text, notes;
   Backend *be;
-  cJSON *files; /* [{path, sha256}] */
+  cJSON *files;    /* [{path, sha256}] */
+  cJSON *programs; /* the manifest's programs */
+  PtrVec progs;    /* CirProgram*: every variant of every spec */
+  CirOptionSet want; /* --option values */
+  int want_used[CAKE_MAX_OPTIONS];
+  CakeDieHandler die;
 } Compilation;
 
 static int parse_emit(const char *s, EmitKind *out) {
@@ -106,8 +120,8 @@ static int parse_archs(Compilation *c, const char *list) {
         diag_plain(&c->diag, "target '%s' is listed twice in --arch", tok);
         return -1;
       }
-    if (c->narchs == 8) {
-      diag_plain(&c->diag, "too many targets in --arch");
+    if (c->narchs == CAKE_MAX_TARGETS) {
+      diag_plain(&c->diag, "too many targets in --arch (at most %d)", CAKE_MAX_TARGETS);
       return -1;
     }
     c->archs[c->narchs++] = tok;
@@ -128,7 +142,7 @@ static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out
       diag_plain(&c->diag, "--option expects name=value, got '%s'", tok);
       return -1;
     }
-    if (out->n == CIR_MAX_OPTIONS) {
+    if (out->n == CAKE_MAX_OPTIONS) {
       diag_plain(&c->diag, "too many --option values");
       return -1;
     }
@@ -153,17 +167,49 @@ static char *read_source(Compilation *c, const char *path, size_t *len) {
   return s;
 }
 
+/* An integer written with all its digits (a cJSON number is a double, which
+ * would round above 2^53). */
+static cJSON *json_integer(long long v) {
+  char s[24];
+  snprintf(s, sizeof s, "%lld", v);
+  cJSON *j = cJSON_CreateRaw(s);
+  if (!j) cake_die("out of memory building the manifest");
+  return j;
+}
+
+/* Package modes, whatever the umask. */
+enum { DIR_MODE = 0755, FILE_MODE = 0644 };
+
+/* mkdir that gives a directory it creates DIR_MODE; 0 when it exists. */
+static int make_dir(const char *path) {
+  if (mkdir(path, DIR_MODE) == 0) return chmod(path, DIR_MODE);
+  return errno == EEXIST ? 0 : -1;
+}
+
 static int ensure_dir(Compilation *c, const char *dir) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s", dir);
   for (char *p = tmp + 1; *p; p++)
     if (*p == '/') {
       *p = 0;
-      mkdir(tmp, 0755);
+      make_dir(tmp);
       *p = '/';
     }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+  if (make_dir(tmp) != 0) {
     diag_plain(&c->diag, "cannot create directory '%s': %s", dir, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Writes n bytes to path with FILE_MODE. 0, or -1 after a diagnostic. */
+static int write_file(Compilation *c, const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  int ok = f && fchmod(fileno(f), FILE_MODE) == 0 && fwrite(data, 1, n, f) == n;
+  int err = errno;
+  if (f && fclose(f) != 0 && ok) ok = 0, err = errno;
+  if (!ok) {
+    diag_plain(&c->diag, "cannot write '%s': %s", path, strerror(err));
     return -1;
   }
   return 0;
@@ -172,17 +218,13 @@ static int ensure_dir(Compilation *c, const char *dir) {
 static int write_out(Compilation *c, const char *name, const void *data, size_t n) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", c->opt->output, name);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
-    diag_plain(&c->diag, "cannot write '%s': %s", path, strerror(errno));
-    return -1;
-  }
+  if (write_file(c, path, data, n)) return -1;
   char hex[65];
   sha256_hex(data, n, hex);
   cJSON *e = cJSON_CreateObject();
   cJSON_AddStringToObject(e, "path", name);
   cJSON_AddStringToObject(e, "sha256", hex);
-  cJSON_AddNumberToObject(e, "bytes", (double)n);
+  cJSON_AddItemToObject(e, "bytes", json_integer((long long)n));
   cJSON_AddItemToArray(c->files, e);
   return 0;
 }
@@ -191,7 +233,7 @@ static int write_out(Compilation *c, const char *name, const void *data, size_t 
 
 static cJSON *extent_json(const CirProgram *p, CirExtent e) {
   if (e.sym >= 0) return cJSON_CreateString(p->dims[e.sym].name);
-  return cJSON_CreateNumber((double)e.value);
+  return json_integer(e.value);
 }
 
 static cJSON *shape_json(const CirProgram *p, const CirTensor *t) {
@@ -237,7 +279,7 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
       cJSON_AddStringToObject(o, "name", p->dims[a->extent.sym].name);
     } else {
       cJSON_AddStringToObject(o, "kind", "const");
-      cJSON_AddNumberToObject(o, "value", (double)a->extent.value);
+      cJSON_AddItemToObject(o, "value", json_integer(a->extent.value));
     }
     cJSON_AddItemToArray(g, o);
   }
@@ -340,7 +382,7 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       failed = 1;
       continue;
     }
-    KernelBinary bins[8];
+    KernelBinary bins[CAKE_MAX_TARGETS];
     int nb = 0;
     cJSON *sj = NULL, *kjs = NULL;
     if (pj) {
@@ -446,17 +488,19 @@ static int cmp_path(const void *a, const void *b) {
   return strcmp(cJSON_GetObjectItem(x, "path")->valuestring, cJSON_GetObjectItem(y, "path")->valuestring);
 }
 
-static int write_manifest(Compilation *c, cJSON *programs) {
+/* Writes manifest.json; c->programs becomes part of it (and is freed with it). */
+static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
   cJSON_AddNumberToObject(m, "schema_version", 1);
   cJSON_AddStringToObject(m, "compiler", cake_version());
   cJSON *ts = cJSON_AddArrayToObject(m, "targets");
   for (int i = 0; i < c->narchs; i++) cJSON_AddItemToArray(ts, cJSON_CreateString(c->archs[i]));
-  cJSON_AddItemToObject(m, "programs", programs);
+  cJSON_AddItemToObject(m, "programs", c->programs);
+  c->programs = NULL;
   /* files sorted by path */
   int n = cJSON_GetArraySize(c->files);
-  cJSON **items = calloc((size_t)n + 1, sizeof(cJSON *));
+  cJSON **items = cake_xcalloc((size_t)n + 1, sizeof(cJSON *));
   for (int i = 0; i < n; i++) items[i] = cJSON_DetachItemFromArray(c->files, 0);
   qsort(items, (size_t)n, sizeof *items, cmp_path);
   cJSON *files = cJSON_AddArrayToObject(m, "files");
@@ -464,60 +508,118 @@ static int write_manifest(Compilation *c, cJSON *programs) {
   free(items);
   char *s = cJSON_Print(m);
   cJSON_Delete(m);
+  if (!s) cake_die("out of memory printing the manifest");
+  Buf text;
+  buf_init(&text);
+  buf_puts(&text, s);
+  buf_puts(&text, "\n");
+  cJSON_free(s);
   char path[4096];
   snprintf(path, sizeof path, "%s/manifest.json", c->opt->output);
-  FILE *f = fopen(path, "wb");
-  int rc = 0;
-  if (!f || fputs(s, f) < 0 || fputc('\n', f) < 0 || fclose(f) != 0) {
-    diag_plain(&c->diag, "cannot write '%s': %s", path, strerror(errno));
-    rc = 2;
-  }
-  cJSON_free(s);
+  int rc = write_file(c, path, text.data, text.len) ? 2 : 0;
+  buf_free(&text);
   return rc;
 }
 
-int cake_compile(const cake_source *sources, int nsources, const cake_options *opt_in, cake_result **out) {
-  cake_options defaults = {0};
-  const cake_options *opt = opt_in ? opt_in : &defaults;
-  Compilation cc = {0}, *c = &cc;
-  arena_init(&c->arena);
-  diag_init(&c->diag, opt->max_errors);
-  buf_init(&c->text);
-  buf_init(&c->notes);
-  c->opt = opt;
-  c->files = cJSON_CreateArray();
-  int rc = 0;
-  cJSON *programs = cJSON_CreateArray();
-  CirProgram **progs = NULL;
-  const char **prog_src = NULL;
-  int nprogs = 0, cap_progs = 0;
+/* Every combination of the program's option values (those fixed with
+ * --option excepted), each analysed into a CirProgram added to c->progs. */
+static void expand_variants(Compilation *c, const Program *ast) {
+  CirOption *decl;
+  int nopt = cake_program_options(&c->arena, &c->diag, ast, &decl);
+  if (nopt < 0) return;
+  int idx[CAKE_MAX_OPTIONS] = {0}, fixed[CAKE_MAX_OPTIONS];
+  uint64_t count = 1;
+  int count_overflows = 0;
+  for (int o = 0; o < nopt; o++) {
+    fixed[o] = -1;
+    for (int w = 0; w < c->want.n; w++)
+      if (!strcmp(c->want.names[w], decl[o].name)) {
+        c->want_used[w] = 1;
+        for (int v = 0; v < decl[o].nvalues; v++)
+          if (!strcmp(decl[o].values[v], c->want.values[w])) fixed[o] = v;
+        if (fixed[o] < 0) {
+          diag_plain(&c->diag, "option '%s' of program '%s' has no value '%s'", decl[o].name, ast->name.name,
+                     c->want.values[w]);
+          fixed[o] = 0;
+        }
+      }
+    idx[o] = fixed[o] >= 0 ? fixed[o] : 0;
+    if (fixed[o] < 0 && __builtin_mul_overflow(count, (uint64_t)decl[o].nvalues, &count)) count_overflows = 1;
+  }
+  if (count_overflows || count > CAKE_MAX_VARIANTS) {
+    char n[48];
+    if (count_overflows) snprintf(n, sizeof n, "more than %llu", (unsigned long long)UINT64_MAX);
+    else snprintf(n, sizeof n, "%llu", (unsigned long long)count);
+    diag_error(&c->diag, ast->name.loc,
+               "program '%s' asks for %s variants (every combination of its options' values); at most %d are "
+               "compiled at once: fix some options with --option name=value",
+               ast->name.name, n, CAKE_MAX_VARIANTS);
+    return;
+  }
+  for (;;) {
+    CirOptionSet set = {0};
+    for (int o = 0; o < nopt; o++) {
+      set.names[set.n] = decl[o].name;
+      set.values[set.n++] = decl[o].values[idx[o]];
+    }
+    CirProgram *pr = cake_sema(&c->arena, &c->diag, ast, &set);
+    if (!pr) break; /* the other variants would mostly repeat the same errors */
+    ptrvec_push(&c->arena, &c->progs, pr);
+    if (c->emit == EMIT_CIR) {
+      if (pr->noptions) buf_printf(&c->text, "// variant %s\n", pr->variant);
+      cir_dump(&c->text, pr);
+    }
+    /* next combination: the last free option varies fastest */
+    int o = nopt - 1;
+    while (o >= 0) {
+      if (fixed[o] < 0 && ++idx[o] < decl[o].nvalues) break;
+      if (fixed[o] < 0) idx[o] = 0;
+      o--;
+    }
+    if (o < 0) break;
+  }
+}
 
+/* Programs by name (a stable sort: the variants of one program keep their
+ * order), so that the package does not depend on the order of the specs. */
+static void sort_programs(PtrVec *v) {
+  for (int i = 1; i < v->len; i++) {
+    CirProgram *x = v->items[i];
+    int j = i;
+    for (; j > 0 && strcmp(((CirProgram *)v->items[j - 1])->name, x->name) > 0; j--) v->items[j] = v->items[j - 1];
+    v->items[j] = x;
+  }
+}
+
+/* Everything cake_compile does, between catching internal errors. */
+static int compile_all(Compilation *c, const cake_source *sources, int nsources) {
+  const cake_options *opt = c->opt;
+  int rc = 0;
   if (parse_emit(opt->emit ? opt->emit : "package", &c->emit)) {
     diag_plain(&c->diag, "unknown --emit kind '%s' (ast, cir, mlir, llvm, ptx, cubin, fatbin, package)", opt->emit);
-    rc = 2;
-    goto done;
+    return 2;
   }
-  if (parse_archs(c, opt->archs ? opt->archs : cake_default_archs())) {
-    rc = 2;
-    goto done;
-  }
+  if (parse_archs(c, opt->archs ? opt->archs : cake_default_archs())) return 2;
   if (c->emit >= EMIT_CUBIN && !opt->output) {
     diag_plain(&c->diag, "--emit=%s writes files: give an output directory with -o", opt->emit ? opt->emit : "package");
-    rc = 2;
-    goto done;
+    return 2;
+  }
+  if (c->emit >= EMIT_CUBIN && strlen(opt->output) > CAKE_MAX_OUTPUT_PATH) {
+    diag_plain(&c->diag, "the output directory's path has more than %d characters", CAKE_MAX_OUTPUT_PATH);
+    return 2;
   }
   if (nsources <= 0) {
     diag_plain(&c->diag, "no input specs");
-    rc = 2;
-    goto done;
+    return 2;
   }
-
-  CirOptionSet want = {0};
-  int want_used[CIR_MAX_OPTIONS] = {0};
-  if (opt->options && parse_option_list(c, opt->options, &want)) {
-    rc = 2;
-    goto done;
-  }
+  if (opt->options && parse_option_list(c, opt->options, &c->want)) return 2;
+  for (int i = 0; i < nsources; i++)
+    for (int j = 0; j < i; j++)
+      if (sources[i].name && sources[j].name && !strcmp(sources[i].name, sources[j].name)) {
+        diag_plain(&c->diag, "spec '%s' is given twice", sources[i].name);
+        rc = 2;
+      }
+  if (rc) return rc;
   for (int i = 0; i < nsources; i++) {
     Source *src = arena_alloc(&c->arena, sizeof(Source));
     src->name = arena_strdup(&c->arena, sources[i].name ? sources[i].name : "<string>");
@@ -539,98 +641,76 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
       ast_dump(&c->text, ast);
       continue;
     }
-    /* every combination of option values (those given with --option fixed) */
-    CirOption *decl;
-    int nopt = cake_program_options(&c->arena, &c->diag, ast, &decl);
-    if (nopt < 0) continue;
-    int idx[CIR_MAX_OPTIONS] = {0}, fixed[CIR_MAX_OPTIONS];
-    for (int o = 0; o < nopt; o++) {
-      fixed[o] = -1;
-      for (int w = 0; w < want.n; w++)
-        if (!strcmp(want.names[w], decl[o].name)) {
-          want_used[w] = 1;
-          for (int v = 0; v < decl[o].nvalues; v++)
-            if (!strcmp(decl[o].values[v], want.values[w])) fixed[o] = v;
-          if (fixed[o] < 0) {
-            diag_plain(&c->diag, "option '%s' of program '%s' has no value '%s'", decl[o].name, ast->name.name,
-                       want.values[w]);
-            fixed[o] = 0;
-          }
-        }
-      idx[o] = fixed[o] >= 0 ? fixed[o] : 0;
-    }
-    for (;;) {
-      CirOptionSet set = {0};
-      for (int o = 0; o < nopt; o++) {
-        set.names[set.n] = decl[o].name;
-        set.values[set.n++] = decl[o].values[idx[o]];
-      }
-      CirProgram *pr = cake_sema(&c->arena, &c->diag, ast, &set);
-      if (!pr) break; /* the other variants would mostly repeat the same errors */
-      {
-        if (nprogs == cap_progs) {
-          cap_progs = cap_progs ? 2 * cap_progs : 8;
-          progs = realloc(progs, sizeof(*progs) * (size_t)cap_progs);
-          prog_src = realloc(prog_src, sizeof(*prog_src) * (size_t)cap_progs);
-        }
-        progs[nprogs] = pr;
-        prog_src[nprogs++] = src->name;
-        if (c->emit == EMIT_CIR) {
-          if (pr->noptions) buf_printf(&c->text, "// variant %s\n", pr->variant);
-          cir_dump(&c->text, pr);
-        }
-      }
-      /* next combination: the last free option varies fastest */
-      int o = nopt - 1;
-      while (o >= 0) {
-        if (fixed[o] < 0 && ++idx[o] < decl[o].nvalues) break;
-        if (fixed[o] < 0) idx[o] = 0;
-        o--;
-      }
-      if (o < 0) break;
-    }
+    expand_variants(c, ast);
   }
-  for (int w = 0; w < want.n; w++)
-    if (!want_used[w]) diag_plain(&c->diag, "no program has an option '%s'", want.names[w]);
+  for (int w = 0; w < c->want.n; w++)
+    if (!c->want_used[w]) diag_plain(&c->diag, "no program has an option '%s'", c->want.names[w]);
+  CirProgram **progs = (CirProgram **)c->progs.items;
+  int nprogs = c->progs.len;
   for (int i = 0; i < nprogs; i++)
     for (int j = 0; j < i; j++)
-      if (!strcmp(progs[i]->name, progs[j]->name) && strcmp(prog_src[i], prog_src[j]) != 0) {
-        diag_plain(&c->diag, "two specs define program '%s' (%s and %s)", progs[i]->name, prog_src[j], prog_src[i]);
+      if (!strcmp(progs[i]->name, progs[j]->name) && strcmp(progs[i]->src->name, progs[j]->src->name) != 0) {
+        diag_plain(&c->diag, "two specs define program '%s' (%s and %s)", progs[i]->name, progs[j]->src->name,
+                   progs[i]->src->name);
       }
-  if (c->diag.errors) {
-    rc = rc ? rc : 1;
-    goto done;
-  }
-  if (c->emit <= EMIT_CIR) goto done;
+  if (c->diag.errors) return rc ? rc : 1;
+  if (c->emit <= EMIT_CIR) return rc;
 
   c->be = backend_create(&c->diag, opt->cuda_root);
-  if (!c->be) {
-    rc = 2;
-    goto done;
-  }
-  if (c->emit >= EMIT_CUBIN && ensure_dir(c, opt->output)) {
-    rc = 2;
-    goto done;
-  }
-  for (int i = 0; i < nprogs && rc == 0; i++) rc = compile_program(c, progs[i], prog_src[i], programs);
+  if (!c->be) return 2;
+  if (c->emit >= EMIT_CUBIN && ensure_dir(c, opt->output)) return 2;
+  sort_programs(&c->progs);
+  for (int i = 0; i < nprogs && rc == 0; i++) rc = compile_program(c, progs[i], progs[i]->src->name, c->programs);
   if (rc == 0 && c->emit == EMIT_PACKAGE) {
-    rc = write_manifest(c, programs);
-    programs = NULL;
+    rc = write_manifest(c);
   }
+  return rc;
+}
 
-done:
-  if (programs) cJSON_Delete(programs);
+int cake_compile(const cake_source *sources, int nsources, const cake_options *opt_in, cake_result **out) {
+  static const cake_options defaults = {0};
+  /* on the heap: still valid after an internal error's longjmp */
+  Compilation *c = calloc(1, sizeof *c);
+  if (!c) {
+    *out = &oom_result;
+    return 3;
+  }
+  arena_init(&c->arena);
+  c->opt = opt_in ? opt_in : &defaults;
+  diag_init(&c->diag, c->opt->max_errors);
+  buf_init(&c->text);
+  buf_init(&c->notes);
+  int rc;
+  cake_die_push(&c->die);
+  if (setjmp(c->die.jump) == 0) {
+    c->files = cJSON_CreateArray();
+    c->programs = cJSON_CreateArray();
+    if (!c->files || !c->programs) cake_die("out of memory");
+    rc = compile_all(c, sources, nsources);
+    cake_die_pop(&c->die);
+  } else { /* cake_die: the handler is popped; what was being built may leak */
+    diag_plain(&c->diag, "%s", c->die.message);
+    rc = 3;
+  }
+  cJSON_Delete(c->programs);
   cJSON_Delete(c->files);
   backend_destroy(c->be);
-  free(progs);
-  free(prog_src);
-  cake_result *r = calloc(1, sizeof *r);
-  r->errors = c->diag.errors;
   if (rc == 0 && c->diag.errors) rc = 1;
-  r->diagnostics = buf_take(&c->diag.out);
-  r->text = buf_take(&c->text);
-  r->notes = buf_take(&c->notes);
+  cake_result *r = calloc(1, sizeof *r);
+  if (r) {
+    r->errors = c->diag.errors;
+    r->diagnostics = buf_take(&c->diag.out);
+    r->text = buf_take(&c->text);
+    r->notes = buf_take(&c->notes);
+  } else {
+    r = &oom_result;
+    rc = 3;
+    diag_free(&c->diag);
+    buf_free(&c->text);
+    buf_free(&c->notes);
+  }
   arena_free(&c->arena);
+  free(c);
   *out = r;
   return rc;
 }

@@ -30,7 +30,11 @@ double cake_round_dtype(DType t, double x) {
     case DT_BF16: return cake_round_bf16(x);
     case DT_F16: return cake_round_f16(x);
     case DT_F32: return cake_round_f32(x);
-    case DT_I32: return (double)(int32_t)x;
+    case DT_I32: /* truncation toward zero, saturating; NaN is 0 (as cvt.rzi.sat.s32.f32) */
+      if (isnan(x)) return 0;
+      if (x >= 2147483647.0) return 2147483647.0;
+      if (x <= -2147483648.0) return -2147483648.0;
+      return trunc(x);
     case DT_BOOL: return x != 0;
     default: return x;
   }
@@ -92,8 +96,7 @@ static Tile *def(Interp *I, const CirInst *in) {
   Tile *t = val(I, in);
   t->ty = in->ty;
   free(t->v);
-  t->v = calloc((size_t)numel(in->ty), sizeof(double));
-  if (!t->v) cake_die("out of memory");
+  t->v = cake_xcalloc((size_t)numel(in->ty), sizeof(double));
   return t;
 }
 
@@ -198,6 +201,25 @@ static void store_elem(Interp *I, const CirInst *in, long long off, int r, int c
 
 /* ---- ops ---- */
 
+/* i32 arithmetic wraps modulo 2^32 (two's complement), as on the GPU. */
+static double wrap_i32(int64_t x) {
+  int64_t v = x & 0xffffffff;
+  return (double)(v >= 0x80000000 ? v - 0x100000000 : v);
+}
+
+/* IEEE maximum / minimum (arith.maximumf / minimumf): NaN if either is NaN,
+ * and -0 < +0. */
+static double max_ieee(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+static double min_ieee(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
 static double unary(CirOp op, double x) {
   switch (op) {
     case OP_NEG: return -x;
@@ -205,7 +227,7 @@ static double unary(CirOp op, double x) {
     case OP_EXP2: return exp2(x);
     case OP_LOG: return log(x);
     case OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case OP_SOFTPLUS: return x > 30 ? x : log1p(exp(x));
+    case OP_SOFTPLUS: return (x > 0 ? x : 0) + log1p(exp(-fabs(x))); /* NaN stays NaN through log1p */
     case OP_SQRT: return sqrt(x);
     case OP_RSQRT: return 1.0 / sqrt(x);
     case OP_ABS: return fabs(x);
@@ -214,17 +236,32 @@ static double unary(CirOp op, double x) {
   }
 }
 
+/* i32 operands (exact integers in i32 range): the GPU's results. Division
+ * truncates; x / 0 = 0 and x % 0 = x; INT32_MIN / -1 wraps to INT32_MIN
+ * and INT32_MIN % -1 = 0 (see dsl/README.md). */
+static double int_binop(CirOp op, double a, double b) {
+  int64_t x = (int64_t)a, y = (int64_t)b;
+  switch (op) {
+    case OP_ADD: return wrap_i32(x + y);
+    case OP_SUB: return wrap_i32(x - y);
+    case OP_MUL: return wrap_i32(x * y); /* |x y| <= 2^62 */
+    case OP_DIV: return y == 0 ? 0 : wrap_i32(x / y);
+    case OP_MOD: return y == 0 ? a : (double)(x % y);
+    case OP_MAXIMUM: return a > b ? a : b;
+    case OP_MINIMUM: return a < b ? a : b;
+    default: cake_die("not an integer op: %s", cake_ops[op].id);
+  }
+}
+
 static double binop(CirOp op, DType dt, double a, double b) {
+  if (dt == DT_I32 && cake_ops[op].kind == OK_BINARY) return int_binop(op, a, b);
   switch (op) {
     case OP_ADD: return a + b;
     case OP_SUB: return a - b;
     case OP_MUL: return a * b;
-    case OP_DIV:
-      if (dt == DT_I32) return b == 0 ? 0 : (double)((long long)a / (long long)b);
-      return a / b;
-    case OP_MOD: return b == 0 ? 0 : (double)((long long)a % (long long)b);
-    case OP_MAXIMUM: return a > b ? a : b;
-    case OP_MINIMUM: return a < b ? a : b;
+    case OP_DIV: return a / b;
+    case OP_MAXIMUM: return max_ieee(a, b);
+    case OP_MINIMUM: return min_ieee(a, b);
     case OP_LT: return a < b;
     case OP_LE: return a <= b;
     case OP_GT: return a > b;
@@ -242,11 +279,11 @@ static void exec_block(Interp *I, const CirBlock *b);
 static void exec_for(Interp *I, const CirInst *f) {
   long long n = (long long)val(I, f->args[0])->v[0];
   int nc = f->nargs - 1;
-  Tile carry[16];
+  Tile carry[CAKE_MAX_CARRIES];
   for (int i = 0; i < nc; i++) {
     const Tile *init = val(I, f->args[i + 1]);
     carry[i].ty = init->ty;
-    carry[i].v = malloc(sizeof(double) * (size_t)numel(init->ty));
+    carry[i].v = cake_xmalloc(sizeof(double) * (size_t)numel(init->ty));
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
   }
   long long lo = I->doc_first[n], hi = I->doc_first[n + 1];
@@ -273,7 +310,7 @@ static void exec_for(Interp *I, const CirInst *f) {
   free(I->vals[f->id].v);
   size_t total = 0;
   for (int i = 0; i < nc; i++) total += (size_t)numel(carry[i].ty);
-  I->vals[f->id].v = calloc(total ? total : 1, sizeof(double));
+  I->vals[f->id].v = cake_xcalloc(total ? total : 1, sizeof(double));
   size_t at = 0;
   for (int i = 0; i < nc; i++) {
     memcpy(I->vals[f->id].v + at, carry[i].v, sizeof(double) * (size_t)numel(carry[i].ty));
@@ -328,7 +365,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
       const Tile *a = val(I, in->args[0]);
       Tile *t = def(I, in);
       for (int i = 0; i < numel(in->ty); i++) t->v[i] = unary(in->op, a->v[i]);
-      if (in->ty.dt == DT_I32) for (int i = 0; i < numel(in->ty); i++) t->v[i] = cake_round_dtype(DT_I32, t->v[i]);
+      if (in->ty.dt == DT_I32) for (int i = 0; i < numel(in->ty); i++) t->v[i] = wrap_i32((int64_t)t->v[i]); /* -INT32_MIN */
       return;
     }
     case OK_BINARY:
@@ -391,7 +428,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
           int o = a->ty.rank == 1 ? 0 : in->axis == 0 ? c : r;
           double x = a->v[r * ac + c];
           if (in->op == OP_SUM) t->v[o] += x;
-          else if (x > t->v[o]) t->v[o] = x;
+          else t->v[o] = max_ieee(t->v[o], x);
         }
       return;
     }
@@ -481,7 +518,7 @@ static int max_id(const CirBlock *b) {
 static void run_kernel(Interp *I, const CirKernel *k) {
   I->k = k;
   I->nvals = max_id(&k->body) + 1;
-  I->vals = calloc((size_t)I->nvals, sizeof(Tile));
+  I->vals = cake_xcalloc((size_t)I->nvals, sizeof(Tile));
   long long ext[CIR_MAX_AXES] = {1, 1, 1};
   for (int i = 0; i < k->naxes; i++) {
     const CirAxis *a = &k->axes[i];
@@ -513,15 +550,16 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
     snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
     return -1;
   }
-  I.dims = calloc((size_t)p->ndims + 1, sizeof(long long));
-  for (int i = 0; i < p->ndims; i++) I.dims[i] = args->dims[i];
+  I.dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
+  for (int i = 0; i < p->ndims; i++) /* the docs and chunks dims are computed below */
+    if (p->dims[i].role == DIM_USER || p->dims[i].role == DIM_TOKENS) I.dims[i] = args->dims[i];
   /* the chunk table */
   long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
   I.ndocs = args->cu_seqlens ? args->ndocs : 1;
   if (p->docs_dim >= 0) I.dims[p->docs_dim] = I.ndocs;
-  I.doc_first = calloc((size_t)I.ndocs + 1, sizeof(long long));
+  I.doc_first = cake_xcalloc((size_t)I.ndocs + 1, sizeof(long long));
   long long cap = p->chunk ? T / p->chunk + I.ndocs + 1 : 1;
-  I.chunks = calloc((size_t)cap, sizeof(Chunk));
+  I.chunks = cake_xcalloc((size_t)cap, sizeof(Chunk));
   for (long long d = 0; d < I.ndocs && p->chunk; d++) {
     long long s = args->cu_seqlens ? args->cu_seqlens[d] : 0;
     long long e = args->cu_seqlens ? args->cu_seqlens[d + 1] : T;

@@ -14,7 +14,8 @@
 #include "cir.h"
 
 typedef struct InterpArgs {
-  const long long *dims;    /* value per CirProgram dim (the docs dim is set from cu_seqlens) */
+  const long long *dims;    /* value per CirProgram dim; the entries of the docs and chunks dims
+                               are not read (they come from cu_seqlens and the chunk size) */
   const long long *cu_seqlens; /* ndocs + 1 offsets, or NULL: one document of all tokens */
   long long ndocs;
   const double *params;     /* value per CirProgram param (NaN: use the default) */

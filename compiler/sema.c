@@ -4,11 +4,25 @@
  * error the offending expression becomes a "poison" value (dtype DT_NONE)
  * that later checks stay silent about, so one mistake gives one message. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cir.h"
+#include "interp.h" /* cake_round_dtype */
 #include "parser.h" /* token codes of the binary operators */
+
+/* A compile-time constant: an integer (int64, every operation checked) or a
+ * double. */
+typedef struct CVal {
+  int is_int;
+  int64_t i; /* is_int */
+  double f;  /* !is_int */
+} CVal;
+
+static CVal cint(int64_t i) { return (CVal){1, i, 0}; }
+static CVal cfloat(double f) { return (CVal){0, 0, f}; }
+static double cnum(CVal v) { return v.is_int ? (double)v.i : v.f; }
 
 typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY, SYM_OPTION } SymKind;
 
@@ -16,8 +30,7 @@ typedef struct Sym {
   const char *name;
   SymKind kind;
   Loc loc;
-  double value; /* SYM_CONST */
-  int is_int;
+  CVal value;   /* SYM_CONST */
   void *ptr;    /* CirTensor*, CirParam*, CirKernel*, CirEntry*, CirOption* */
   int index;    /* SYM_DIM */
 } Sym;
@@ -87,13 +100,40 @@ static Sym *add_sym(Sema *s, const char *name, SymKind kind, Loc loc) {
   return y;
 }
 
+/* Integer arithmetic of constants: +, -, *, /, % on int64, every overflow
+ * (and INT64_MIN / -1, INT64_MIN % -1, division by zero) reported at the
+ * operator. Returns 0 after an error. */
+static int int_binop(Sema *s, const Expr *e, int64_t x, int64_t y, int64_t *out) {
+  int over = 0;
+  switch (e->op) {
+    case '+': over = __builtin_add_overflow(x, y, out); break;
+    case '-': over = __builtin_sub_overflow(x, y, out); break;
+    case '*': over = __builtin_mul_overflow(x, y, out); break;
+    case '/':
+    case '%':
+      if (y == 0) {
+        ERR(e->loc, "%s by zero in a constant expression", e->op == '/' ? "division" : "remainder");
+        return 0;
+      }
+      over = x == INT64_MIN && y == -1;
+      if (!over) *out = e->op == '/' ? x / y : x % y;
+      break;
+    default: return 0;
+  }
+  if (over) {
+    ERR(e->loc, "integer overflow in a constant expression: %lld %s %lld does not fit in 64 bits", (long long)x,
+        ast_op_spelling(e->op), (long long)y);
+    return 0;
+  }
+  return 1;
+}
+
 /* Evaluate a compile-time constant expression. Returns 0 on error. */
-static int const_eval(Sema *s, const Expr *e, double *v, int *is_int) {
-  double x, y;
-  int xi, yi;
+static int const_eval(Sema *s, const Expr *e, CVal *v) {
+  CVal x, y;
   switch (e->kind) {
-    case E_INT: *v = (double)e->ival; *is_int = 1; return 1;
-    case E_FLOAT: *v = e->fval; *is_int = 0; return 1;
+    case E_INT: *v = cint(e->ival); return 1;
+    case E_FLOAT: *v = cfloat(e->fval); return 1;
     case E_NAME: {
       Sym *y0 = find_sym(s, e->name);
       if (!y0) { ERR(e->loc, "unknown name '%s'", e->name); return 0; }
@@ -102,41 +142,45 @@ static int const_eval(Sema *s, const Expr *e, double *v, int *is_int) {
         return 0;
       }
       *v = y0->value;
-      *is_int = y0->is_int;
       return 1;
     }
     case E_UNARY:
       if (e->op != '-') break;
-      if (!const_eval(s, e->a, &x, &xi)) return 0;
-      *v = -x; *is_int = xi;
+      if (!const_eval(s, e->a, &x)) return 0;
+      if (x.is_int && x.i == INT64_MIN) {
+        ERR(e->loc, "integer overflow in a constant expression: -(%lld) does not fit in 64 bits", (long long)x.i);
+        return 0;
+      }
+      *v = x.is_int ? cint(-x.i) : cfloat(-x.f);
       return 1;
     case E_BINARY:
-      if (!const_eval(s, e->a, &x, &xi) || !const_eval(s, e->b, &y, &yi)) return 0;
-      *is_int = xi && yi;
-      switch (e->op) {
-        case '+': *v = x + y; return 1;
-        case '-': *v = x - y; return 1;
-        case '*': *v = x * y; return 1;
-        case '/':
-          if (y == 0) { ERR(e->loc, "division by zero in a constant expression"); return 0; }
-          *v = *is_int ? (double)((long long)x / (long long)y) : x / y;
-          return 1;
-        case '%':
-          if (!*is_int || y == 0) { ERR(e->loc, "'%%' needs nonzero integer constants"); return 0; }
-          *v = (double)((long long)x % (long long)y);
-          return 1;
-        default: break;
+      if (e->op != '+' && e->op != '-' && e->op != '*' && e->op != '/' && e->op != '%') break;
+      if (!const_eval(s, e->a, &x) || !const_eval(s, e->b, &y)) return 0;
+      if (x.is_int && y.is_int) {
+        v->is_int = 1;
+        v->f = 0;
+        return int_binop(s, e, x.i, y.i, &v->i);
       }
-      break;
+      double a = cnum(x), b = cnum(y);
+      switch (e->op) {
+        case '+': *v = cfloat(a + b); return 1;
+        case '-': *v = cfloat(a - b); return 1;
+        case '*': *v = cfloat(a * b); return 1;
+        case '/':
+          if (b == 0) { ERR(e->loc, "division by zero in a constant expression"); return 0; }
+          *v = cfloat(a / b);
+          return 1;
+        default: ERR(e->loc, "'%%' needs integer constants"); return 0;
+      }
     case E_CALL:
       if (e->args.len == 1 && (!strcmp(e->name, "sqrt") || !strcmp(e->name, "rsqrt") ||
                                !strcmp(e->name, "exp") || !strcmp(e->name, "log"))) {
-        if (!const_eval(s, e->args.items[0], &x, &xi)) return 0;
-        *is_int = 0;
-        if (!strcmp(e->name, "sqrt")) *v = sqrt(x);
-        else if (!strcmp(e->name, "rsqrt")) *v = 1.0 / sqrt(x);
-        else if (!strcmp(e->name, "exp")) *v = exp(x);
-        else *v = log(x);
+        if (!const_eval(s, e->args.items[0], &x)) return 0;
+        double a = cnum(x);
+        if (!strcmp(e->name, "sqrt")) *v = cfloat(sqrt(a));
+        else if (!strcmp(e->name, "rsqrt")) *v = cfloat(1.0 / sqrt(a));
+        else if (!strcmp(e->name, "exp")) *v = cfloat(exp(a));
+        else *v = cfloat(log(a));
         return 1;
       }
       break;
@@ -147,14 +191,13 @@ static int const_eval(Sema *s, const Expr *e, double *v, int *is_int) {
 }
 
 static int const_int(Sema *s, const Expr *e, long long *out, const char *what) {
-  double v;
-  int is_int;
-  if (!const_eval(s, e, &v, &is_int)) return 0;
-  if (!is_int) {
+  CVal v;
+  if (!const_eval(s, e, &v)) return 0;
+  if (!v.is_int) {
     ERR(e->loc, "%s must be an integer constant", what);
     return 0;
   }
-  *out = (long long)v;
+  *out = v.i;
   return 1;
 }
 
@@ -179,8 +222,8 @@ static int extent_of(Sema *s, const Expr *e, CirExtent *out) {
   }
   long long v;
   if (!const_int(s, e, &v, "an extent")) return 0;
-  if (v <= 0) {
-    ERR(e->loc, "extent must be positive, got %lld", v);
+  if (v <= 0 || v > CAKE_MAX_EXTENT) {
+    ERR(e->loc, "extent must be in [1, 2^31 - 1], got %lld", v);
     return 0;
   }
   out->sym = -1;
@@ -202,18 +245,42 @@ static CirType ty2(DType dt, int m, int n) { return (CirType){dt, 2, {m, n}}; }
 static int is_float(DType t) { return t == DT_BF16 || t == DT_F16 || t == DT_F32; }
 static int is_poison(const CirInst *v) { return !v || v->ty.dt == DT_NONE; }
 
+static CirInst *poison(Sema *s, Loc loc) {
+  CirInst *in = cir_inst_new(s->a, s->p, OP_CONST, ty0(DT_NONE), loc, 0);
+  return in;
+}
+
+/* A tile has at most CAKE_MAX_TILE_ELEMS elements. 0 after reporting. */
+static int tile_fits(Sema *s, Loc loc, CirType ty) {
+  long long n = 1;
+  for (int i = 0; i < ty.rank; i++) n *= ty.shape[i];
+  if (n <= CAKE_MAX_TILE_ELEMS) return 1;
+  char t[64];
+  cir_type_str(t, sizeof t, ty);
+  ERR(loc, "a tile of %lld elements (%s) is too large; a tile has at most %d elements", n, t, CAKE_MAX_TILE_ELEMS);
+  return 0;
+}
+
+/* A new instruction with its operands, appended to the current block; a
+ * poison value instead when its tile is too large or it ends a chain of
+ * more than CAKE_MAX_EXPR_DEPTH operations (later passes recurse on such
+ * chains). */
 static CirInst *emit(Sema *s, CirOp op, CirType ty, Loc loc, int nargs, ...) {
   CirInst *in = cir_inst_new(s->a, s->p, op, ty, loc, nargs);
   va_list ap;
   va_start(ap, nargs);
-  for (int i = 0; i < nargs; i++) in->args[i] = va_arg(ap, CirInst *);
+  for (int i = 0; i < nargs; i++) {
+    in->args[i] = va_arg(ap, CirInst *);
+    if (in->args[i]->depth >= in->depth) in->depth = in->args[i]->depth + 1;
+  }
   va_end(ap);
+  if (!tile_fits(s, loc, ty)) return poison(s, loc);
+  if (in->depth > CAKE_MAX_EXPR_DEPTH) {
+    ERR(loc, "expression nested too deeply: this value ends a chain of more than %d operations; "
+             "split the computation (a scan, a stored temp)", CAKE_MAX_EXPR_DEPTH);
+    return poison(s, loc);
+  }
   cir_block_push(s->a, s->cur, in);
-  return in;
-}
-
-static CirInst *poison(Sema *s, Loc loc) {
-  CirInst *in = cir_inst_new(s->a, s->p, OP_CONST, ty0(DT_NONE), loc, 0);
   return in;
 }
 
@@ -316,22 +383,23 @@ static int cond_eval(Sema *s, const Expr *e) {
     }
   }
   if (e->kind == E_BINARY && (e->op == EQ || e->op == NE || e->op == '<' || e->op == '>' || e->op == LE || e->op == GE)) {
-    double x, y;
-    int xi, yi;
-    if (!const_eval(s, e->a, &x, &xi) || !const_eval(s, e->b, &y, &yi)) return -1;
+    CVal a, b;
+    if (!const_eval(s, e->a, &a) || !const_eval(s, e->b, &b)) return -1;
+    /* integers compare exactly; otherwise as doubles */
+    int c = a.is_int && b.is_int ? (a.i > b.i) - (a.i < b.i) : (cnum(a) > cnum(b)) - (cnum(a) < cnum(b));
+    int unordered = !(a.is_int && b.is_int) && (isnan(cnum(a)) || isnan(cnum(b)));
     switch (e->op) {
-      case EQ: return x == y;
-      case NE: return x != y;
-      case '<': return x < y;
-      case '>': return x > y;
-      case LE: return x <= y;
-      default: return x >= y;
+      case EQ: return !unordered && c == 0;
+      case NE: return unordered || c != 0;
+      case '<': return !unordered && c < 0;
+      case '>': return !unordered && c > 0;
+      case LE: return !unordered && c <= 0;
+      default: return !unordered && c >= 0;
     }
   }
-  double x;
-  int xi;
-  if (!const_eval(s, e, &x, &xi)) return -1;
-  return x != 0;
+  CVal x;
+  if (!const_eval(s, e, &x)) return -1;
+  return x.is_int ? x.i != 0 : x.f != 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -361,12 +429,20 @@ static int is_chunk_index(const CirInst *v) {
 
 static CirInst *expr(Sema *s, const Expr *e);
 
-static CirInst *const_inst(Sema *s, Loc loc, double v, int is_int) {
-  CirInst *in = emit(s, OP_CONST, ty0(is_int ? DT_I32 : DT_F32), loc, 0);
-  in->fval = v;
-  in->ival = (long long)v;
-  in->is_int = is_int;
+static CirInst *const_inst(Sema *s, Loc loc, CVal v) {
+  CirInst *in = emit(s, OP_CONST, ty0(v.is_int ? DT_I32 : DT_F32), loc, 0);
+  in->fval = cnum(v);
+  in->ival = v.is_int ? v.i : 0;
+  in->is_int = v.is_int;
   return in;
+}
+
+/* An integer constant that takes part in i32 arithmetic (or is stored, or
+ * indexes) must fit in i32. Returns 0 after reporting. */
+static int i32_fits(Sema *s, const CirInst *v) {
+  if (v->op != OP_CONST || !v->is_int || (v->ival >= INT32_MIN && v->ival <= INT32_MAX)) return 1;
+  ERR(v->loc, "integer constant %lld does not fit in i32", v->ival);
+  return 0;
 }
 
 static CirInst *name_expr(Sema *s, const Expr *e) {
@@ -378,7 +454,7 @@ static CirInst *name_expr(Sema *s, const Expr *e) {
     return poison(s, e->loc);
   }
   switch (y->kind) {
-    case SYM_CONST: return const_inst(s, e->loc, y->value, y->is_int);
+    case SYM_CONST: return const_inst(s, e->loc, y->value);
     case SYM_DIM: {
       CirInst *in = emit(s, OP_DIMVAL, ty0(DT_I32), e->loc, 0);
       in->dim = y->index;
@@ -438,6 +514,7 @@ static CirInst *binary(Sema *s, CirOp op, Loc loc, CirInst *a, CirInst *b) {
   }
   DType dt = arith_dtype(s, loc, what, a, b);
   if (dt == DT_NONE) return poison(s, loc);
+  if (dt == DT_I32 && (!i32_fits(s, a) | !i32_fits(s, b))) return poison(s, loc);
   if (op == OP_MOD && dt != DT_I32) {
     ERR(loc, "'%%' is defined on i32 only, got %s", dtype_name(a->ty.dt));
     return poison(s, loc);
@@ -545,7 +622,7 @@ static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, C
     return 0;
   }
   CirInst *v = expr(s, ix);
-  if (is_poison(v)) return 0;
+  if (is_poison(v) || !i32_fits(s, v)) return 0;
   if (v->ty.rank != 0 || v->ty.dt != DT_I32) {
     char ty[64];
     cir_type_str(ty, sizeof ty, v->ty);
@@ -634,7 +711,7 @@ static int window(Sema *s, CirTensor *t, const PtrVec *args, Loc loc, CirInst *i
     return 0;
   }
   *ty = (CirType){t->dtype, nd, {nd > 0 ? dims[0] : 0, nd > 1 ? dims[1] : 0}};
-  return 1;
+  return tile_fits(s, loc, *ty);
 }
 
 static CirInst *load_expr(Sema *s, const Expr *e) {
@@ -655,10 +732,14 @@ static CirInst *load_expr(Sema *s, const Expr *e) {
     return poison(s, e->loc);
   }
   if (e->b) {
-    double v;
-    int is_int;
-    if (!const_eval(s, e->b, &v, &is_int)) return poison(s, e->loc);
-    in->fval = v; /* the value of every element when the tensor is absent */
+    CVal v;
+    if (!const_eval(s, e->b, &v)) return poison(s, e->loc);
+    if (t->dtype == DT_I32 && (!v.is_int || v.i < INT32_MIN || v.i > INT32_MAX)) {
+      ERR(e->b->loc, "'%s' holds i32, so its default must be an integer constant that fits in i32", t->name);
+      return poison(s, e->loc);
+    }
+    /* the value of every element when the tensor is absent, in t's dtype */
+    in->fval = cake_round_dtype(t->dtype, cnum(v));
   }
   cir_block_push(s->a, s->cur, in);
   return in;
@@ -727,6 +808,7 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
       }
       DType dt = arith_dtype(s, loc, "where()", x[1], x[2]);
       if (dt == DT_NONE) return poison(s, loc);
+      if (dt == DT_I32 && (!i32_fits(s, x[1]) | !i32_fits(s, x[2]))) return poison(s, loc);
       CirType sh, sh2;
       if (!broadcast(s, loc, "where()", x[1]->ty, x[2]->ty, &sh)) return poison(s, loc);
       if (!broadcast(s, loc, "where()", x[0]->ty, sh, &sh2)) return poison(s, loc);
@@ -743,7 +825,9 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
       CirType t = x[0]->ty;
       if (t.dt != DT_I32 && t.dt != DT_BOOL) t.dt = DT_F32;
       CirInst *in = emit(s, op, t, loc, 1, x[0]);
-      in->ival = diag;
+      /* an offset past the tile's extent keeps everything or nothing: saturate it there */
+      long long lim = t.shape[0] > t.shape[1] ? t.shape[0] : t.shape[1];
+      in->ival = diag > lim ? lim : diag < -lim ? -lim : diag;
       return in;
     }
     case OK_REDUCE:
@@ -802,8 +886,8 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
 
 static CirInst *expr(Sema *s, const Expr *e) {
   switch (e->kind) {
-    case E_INT: return const_inst(s, e->loc, (double)e->ival, 1);
-    case E_FLOAT: return const_inst(s, e->loc, e->fval, 0);
+    case E_INT: return const_inst(s, e->loc, cint(e->ival));
+    case E_FLOAT: return const_inst(s, e->loc, cfloat(e->fval));
     case E_NAME: return name_expr(s, e);
     case E_UNARY: {
       CirInst *a = expr(s, e->a);
@@ -819,7 +903,13 @@ static CirInst *expr(Sema *s, const Expr *e) {
         ERR(e->loc, "unary '-' needs a number, got bool");
         return poison(s, e->loc);
       }
-      if (a->op == OP_CONST) return const_inst(s, e->loc, -a->fval, a->is_int);
+      if (a->op == OP_CONST) {
+        if (a->is_int && a->ival == INT64_MIN) {
+          ERR(e->loc, "integer overflow: -(%lld) does not fit in 64 bits", a->ival);
+          return poison(s, e->loc);
+        }
+        return const_inst(s, e->loc, a->is_int ? cint(-a->ival) : cfloat(-a->fval));
+      }
       CirType t = a->ty;
       if (is_float(t.dt)) t.dt = DT_F32;
       return emit(s, OP_NEG, t, e->loc, 1, a);
@@ -931,7 +1021,7 @@ static void store_stmt(Sema *s, const Stmt *st) {
   in->tensor = ten;
   CirType ty;
   if (!window(s, ten, &t->args, t->loc, in, &ty)) return;
-  if (is_poison(v)) return;
+  if (is_poison(v) || !i32_fits(s, v)) return;
   if (v->ty.dt != ty.dt) {
     ERR(st->value->loc, "dtype mismatch: '%s' holds %s, the stored value is %s; convert with `as %s`", ten->name,
         dtype_name(ty.dt), dtype_name(v->ty.dt), dtype_name(ty.dt));
@@ -967,9 +1057,10 @@ static void for_stmt(Sema *s, const Stmt *st) {
   f->args[0] = db->v;
   f->reverse = st->reverse;
   f->body = arena_alloc(s->a, sizeof(CirBlock));
-  Binding *carry_b[16];
-  if (nc > 16) {
-    ERR(st->loc, "a scan carries at most 16 values");
+  Binding *carry_b[CAKE_MAX_CARRIES];
+  if (nc > CAKE_MAX_CARRIES) {
+    ERR(((Ident *)st->carries.items[CAKE_MAX_CARRIES])->loc, "a scan carries at most %d values; this is the %dth",
+        CAKE_MAX_CARRIES, CAKE_MAX_CARRIES + 1);
     return;
   }
   for (int i = 0; i < nc; i++) {
@@ -1011,7 +1102,8 @@ static void for_stmt(Sema *s, const Stmt *st) {
     carry_b[i]->is_carry = 1;
   }
   stmts(s, &st->body);
-  CirInst *y = emit(s, OP_YIELD, ty0(DT_NONE), st->loc, nc);
+  CirInst *y = cir_inst_new(s->a, s->p, OP_YIELD, ty0(DT_NONE), st->loc, nc); /* operands below */
+  cir_block_push(s->a, s->cur, y);
   y->parent = f;
   for (int i = 0; i < nc; i++) {
     y->args[i] = carry_b[i]->v;
@@ -1099,6 +1191,10 @@ static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
         long long whole, blk;
         if (!const_int(s, ex->a, &whole, "a blocked axis' extent") || !const_int(s, ex->b, &blk, "the block size"))
           continue;
+        if (whole > CAKE_MAX_EXTENT) {
+          ERR(ex->a->loc, "extent must be in [1, 2^31 - 1], got %lld", whole);
+          continue;
+        }
         if (blk <= 0 || whole <= 0 || whole % blk) {
           ERR(ex->loc, "blocked axis %lld / %lld: the block size must divide the extent", whole, blk);
           continue;
@@ -1137,14 +1233,25 @@ static void tensor_decl(Sema *s, const Decl *d) {
     return;
   }
   CirExtent shape[CIR_MAX_TENSOR_RANK];
-  for (int i = 0; i < d->shape.len; i++)
+  long long const_elems = 1; /* each factor <= 2^31 - 1, the product checked against 2^40: no overflow */
+  for (int i = 0; i < d->shape.len; i++) {
     if (!extent_of(s, d->shape.items[i], &shape[i])) return;
+    if (shape[i].sym < 0) const_elems *= shape[i].value;
+    if (const_elems > CAKE_MAX_TENSOR_CONST_ELEMS) {
+      ERR(((Expr *)d->shape.items[i])->loc, "the constant extents of a tensor multiply to more than 2^40 elements");
+      return;
+    }
+  }
   if (d->optional && d->role != ROLE_IN && d->role != ROLE_OUT) {
     ERR(d->loc, "only in and out tensors can be optional");
     return;
   }
   for (int i = 0; i < d->names.len; i++) {
     const Ident *id = d->names.items[i];
+    if (s->p->ntensors == CAKE_MAX_TENSORS) {
+      ERR(id->loc, "a program has at most %d tensors; this is the %dth", CAKE_MAX_TENSORS, CAKE_MAX_TENSORS + 1);
+      return;
+    }
     Sym *y = add_sym(s, id->name, SYM_TENSOR, id->loc);
     if (!y) continue;
     CirTensor *t = arena_alloc(s->a, sizeof(CirTensor));
@@ -1199,7 +1306,7 @@ int cake_program_options(Arena *arena, Diag *diag, const Program *ast, CirOption
       diag_error(diag, d->value->loc, "the default '%s' of option '%s' is not one of its values", o->def, o->name);
     for (int m = 0; m < k; m++)
       if (!strcmp(opts[m].name, o->name)) diag_error(diag, o->loc, "option '%s' is declared twice", o->name);
-    if (k == CIR_MAX_OPTIONS) diag_error(diag, o->loc, "a program may declare at most %d options", CIR_MAX_OPTIONS);
+    if (k == CAKE_MAX_OPTIONS) diag_error(diag, o->loc, "a program may declare at most %d options", CAKE_MAX_OPTIONS);
     k++;
   }
   if (k != n) {
@@ -1234,11 +1341,10 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         }
         break;
       case D_CONST: {
-        double v;
-        int is_int;
-        if (!const_eval(s, d->value, &v, &is_int)) break;
+        CVal v;
+        if (!const_eval(s, d->value, &v)) break;
         Sym *y = add_sym(s, d->name.name, SYM_CONST, d->name.loc);
-        if (y) y->value = v, y->is_int = is_int;
+        if (y) y->value = v;
         break;
       }
       case D_SEQUENCE: {
@@ -1291,8 +1397,17 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         pa->dtype = d->dtype;
         pa->loc = d->name.loc;
         if (d->value) {
-          int is_int;
-          if (!const_eval(s, d->value, &pa->def, &is_int)) break;
+          CVal v;
+          if (!const_eval(s, d->value, &v)) break;
+          if (d->dtype == DT_I32 && (!v.is_int || v.i < INT32_MIN || v.i > INT32_MAX)) {
+            ERR(d->value->loc, "the default of an i32 parameter must be an integer constant that fits in i32");
+            break;
+          }
+          if (!isfinite(cnum(v))) { /* the manifest records it as a JSON number */
+            ERR(d->value->loc, "the default of a parameter must be a finite number");
+            break;
+          }
+          pa->def = cnum(v);
           pa->has_default = 1;
         }
         Sym *y = add_sym(s, pa->name, SYM_PARAM, d->name.loc);

@@ -3,7 +3,10 @@
  * Contract: every node carries the Loc of the source text it came from. The
  * tree is built by the parser (parser.y) in the caller's Arena and is never
  * mutated afterwards; semantic analysis (compiler/sema.c) reads it and builds
- * CIR. ast_dump() prints the tree (cakec --emit=ast).
+ * CIR. In a tree that cake_parse() returns no expression and no nesting of
+ * blocks (if, else if, for) is deeper than CAKE_MAX_EXPR_DEPTH
+ * (cake_limits.h), so passes may recurse on it. ast_dump() prints the tree
+ * (cakec --emit=ast).
  */
 #ifndef CAKE_AST_H
 #define CAKE_AST_H
@@ -50,6 +53,7 @@ struct Expr {
   DType dtype;        /* E_CAST */
   Expr *a, *b;        /* operands; E_LOAD: b = default value (or NULL) */
   PtrVec args;        /* E_CALL, E_INDEX, E_LOAD: Expr* */
+  int depth;          /* levels of operators below and including this one; at most CAKE_MAX_EXPR_DEPTH */
 };
 
 typedef enum {
@@ -73,6 +77,7 @@ struct Stmt {
   PtrVec carries;    /* S_FOR: Ident* */
   PtrVec body;       /* S_FOR, S_IF: Stmt* */
   PtrVec else_body;  /* S_IF */
+  int depth;         /* S_FOR, S_IF: levels of blocks below and including this one */
 };
 
 typedef struct Ident {
@@ -128,6 +133,7 @@ typedef struct Decl {
   Expr *threads;
   PtrVec body;      /* Stmt* (D_KERNEL), Decl* (D_IF) */
   PtrVec else_body; /* D_IF: Decl* */
+  int depth;        /* D_IF: levels of `if` below and including this one */
   /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
 } Decl;
 

@@ -137,9 +137,48 @@ int buf_read_file(Buf *b, const char *path) {
   return 0;
 }
 
+void *cake_xmalloc(size_t size) {
+  void *p = malloc(size ? size : 1);
+  if (!p) cake_die("out of memory allocating %zu bytes", size);
+  return p;
+}
+
+void *cake_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) cake_die("out of memory allocating %zu x %zu bytes", n, size);
+  return p;
+}
+
+void *cake_xrealloc(void *p, size_t size) {
+  void *q = realloc(p, size ? size : 1);
+  if (!q) cake_die("out of memory growing a block to %zu bytes", size);
+  return q;
+}
+
+static _Thread_local CakeDieHandler *die_top;
+
+void cake_die_push(CakeDieHandler *h) {
+  h->message[0] = 0;
+  h->prev = die_top;
+  die_top = h;
+}
+
+void cake_die_pop(CakeDieHandler *h) {
+  if (die_top == h) die_top = h->prev;
+}
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  CakeDieHandler *h = die_top;
+  if (h) {
+    die_top = h->prev;
+    int n = snprintf(h->message, sizeof h->message, "internal error at %s:%d: ", file, line);
+    if (n < 0 || (size_t)n >= sizeof h->message) n = 0;
+    vsnprintf(h->message + n, sizeof h->message - (size_t)n, fmt, ap);
+    va_end(ap);
+    longjmp(h->jump, 1);
+  }
   fprintf(stderr, "cake: internal error at %s:%d: ", file, line);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");

@@ -3,11 +3,14 @@
  * Contract: every allocation of one compilation comes from one Arena and is
  * freed at once with arena_free(). Allocation failure is an internal error
  * (cake_die), never a silent NULL. cake_die() is for bugs in the compiler
- * itself; user errors go through diag.h.
+ * itself; user errors go through diag.h. An internal error is caught by the
+ * innermost CakeDieHandler of the thread (cake_compile installs one) and
+ * otherwise aborts the process after printing its message.
  */
 #ifndef CAKE_BASE_H
 #define CAKE_BASE_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,8 +50,30 @@ char *buf_take(Buf *b); /* NUL-terminated; caller frees */
  * nothing is appended). */
 int buf_read_file(Buf *b, const char *path);
 
+/* Heap allocation for buffers that outlive an arena or are freed early:
+ * never NULL (out of memory is an internal error, cake_die). */
+void *cake_xmalloc(size_t size);
+void *cake_xcalloc(size_t n, size_t size);
+void *cake_xrealloc(void *p, size_t size);
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Catching internal errors:
+ *   CakeDieHandler h;
+ *   cake_die_push(&h);
+ *   if (setjmp(h.jump)) { ... h.message holds "internal error at file:line: ..." ... }
+ *   ...
+ *   cake_die_pop(&h);
+ * cake_die() then longjmps to the innermost handler (popping it) instead of
+ * aborting. Objects the interrupted code was building are not freed. */
+typedef struct CakeDieHandler {
+  jmp_buf jump;
+  char message[512];
+  struct CakeDieHandler *prev;
+} CakeDieHandler;
+void cake_die_push(CakeDieHandler *h);
+void cake_die_pop(CakeDieHandler *h);
 #define cake_die(...) cake_die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define CAKE_ASSERT(c) \
   do { if (!(c)) cake_die("assertion failed: %s", #c); } while (0)

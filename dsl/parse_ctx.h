@@ -3,6 +3,7 @@
 #define CAKE_PARSE_CTX_H
 
 #include "ast.h"
+#include "cake_limits.h"
 
 typedef struct CAKE_YYLTYPE {
   int first_line, first_column, last_line, last_column;
@@ -21,6 +22,7 @@ struct ParseCtx {
   void *scanner;
   int line, col;
   CAKE_YYLTYPE comment_start;
+  int too_deep; /* "nested too deeply" was reported */
 };
 
 char *parse_strdup(struct ParseCtx *pc, const char *s);

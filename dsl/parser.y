@@ -16,6 +16,8 @@
 }
 
 %code {
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +35,67 @@ static Expr *mk_expr(struct ParseCtx *pc, ExprKind k, Loc loc) {
   return e;
 }
 
+/* A literal: integers are int64 (a literal that does not fit is an error),
+ * decimals are doubles (one too large for a double is an error). */
+static Expr *mk_number(struct ParseCtx *pc, ExprKind k, const char *text, Loc loc) {
+  Expr *e = mk_expr(pc, k, loc);
+  e->text = text;
+  errno = 0;
+  if (k == E_INT) {
+    e->ival = strtoll(text, NULL, 10);
+    if (errno == ERANGE) diag_error(pc->diag, loc, "integer literal %s does not fit in 64 bits (at most 9223372036854775807)", text);
+  } else {
+    e->fval = strtod(text, NULL);
+    if (errno == ERANGE && isinf(e->fval)) diag_error(pc->diag, loc, "number %s is too large for a double", text);
+  }
+  return e;
+}
+
+/* Sets e->depth from its operands, once they are in place. Past
+ * CAKE_MAX_EXPR_DEPTH levels the expression is an error (reported once per
+ * file), so no later pass recurses deeper than that. */
+static Expr *nested(struct ParseCtx *pc, Expr *e) {
+  int d = 0;
+  if (e->a && e->a->depth > d) d = e->a->depth;
+  if (e->b && e->b->depth > d) d = e->b->depth;
+  for (int i = 0; i < e->args.len; i++)
+    if (((Expr *)e->args.items[i])->depth > d) d = ((Expr *)e->args.items[i])->depth;
+  e->depth = d + 1;
+  if (e->depth > CAKE_MAX_EXPR_DEPTH && !pc->too_deep) {
+    pc->too_deep = 1;
+    diag_error(pc->diag, e->loc, "expression nested too deeply (more than %d levels); split it into named steps",
+               CAKE_MAX_EXPR_DEPTH);
+  }
+  return e;
+}
+
+/* The same for blocks: an `if` (with its `else if` chain) or a `for` is one
+ * level deeper than the deepest block in its bodies. */
+static int block_depth(const PtrVec *v, int stmts) {
+  int d = 0;
+  for (int i = 0; i < v->len; i++) {
+    int x = stmts ? ((const Stmt *)v->items[i])->depth : ((const Decl *)v->items[i])->depth;
+    if (x > d) d = x;
+  }
+  return d;
+}
+
+static int nested_block(struct ParseCtx *pc, const PtrVec *body, const PtrVec *else_body, int stmts, Loc loc) {
+  int a = block_depth(body, stmts), b = else_body ? block_depth(else_body, stmts) : 0;
+  int d = (a > b ? a : b) + 1;
+  if (d > CAKE_MAX_EXPR_DEPTH && !pc->too_deep) {
+    pc->too_deep = 1;
+    diag_error(pc->diag, loc, "blocks nested too deeply (more than %d levels, `else if` included)", CAKE_MAX_EXPR_DEPTH);
+  }
+  return d;
+}
+
 static Expr *mk_binary(struct ParseCtx *pc, int op, Expr *a, Expr *b, Loc oploc) {
   Expr *e = mk_expr(pc, E_BINARY, oploc);
   e->op = op;
   e->a = a;
   e->b = b;
-  return e;
+  return nested(pc, e);
 }
 
 static Ident *mk_ident(struct ParseCtx *pc, const char *name, Loc loc) {
@@ -167,6 +224,7 @@ if_decl
   : IF expr '{' decls '}' else_decls {
       $$ = NEW(Decl); $$->kind = D_IF; $$->loc = L(@1);
       $$->value = $2; $$->body = $4; $$->else_body = $6;
+      $$->depth = nested_block(pc, &$$->body, &$$->else_body, 0, $$->loc);
     }
   ;
 
@@ -252,6 +310,7 @@ stmt
       $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
       $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
       $$->doc = $7; $$->doc_loc = L(@7); $$->carries = $9; $$->body = $11;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }
   ;
@@ -261,6 +320,7 @@ if_stmt
   : IF expr '{' stmts '}' else_stmts {
       $$ = NEW(Stmt); $$->kind = S_IF; $$->loc = L(@1);
       $$->value = $2; $$->body = $4; $$->else_body = $6;
+      $$->depth = nested_block(pc, &$$->body, &$$->else_body, 1, $$->loc);
     }
   ;
 
@@ -300,36 +360,37 @@ expr
        * anything else is left for semantic analysis to report */
       if ($1->kind == E_LOAD && !$1->b) {
         $1->b = $3;
-        $$ = $1;
+        $$ = nested(pc, $1);
       } else {
         $$ = mk_binary(pc, OR, $1, $3, L(@2));
       }
     }
-  | '-' expr %prec UMINUS { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '-'; $$->a = $2; }
-  | '!' expr              { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '!'; $$->a = $2; }
-  | expr AS DTYPE         { $$ = mk_expr(pc, E_CAST, L(@2)); $$->a = $1; $$->dtype = $3; }
+  | '-' expr %prec UMINUS { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '-'; $$->a = $2; $$ = nested(pc, $$); }
+  | '!' expr              { $$ = mk_expr(pc, E_UNARY, L(@1)); $$->op = '!'; $$->a = $2; $$ = nested(pc, $$); }
+  | expr AS DTYPE         { $$ = mk_expr(pc, E_CAST, L(@2)); $$->a = $1; $$->dtype = $3; $$ = nested(pc, $$); }
   | postfix               { $$ = $1; }
   ;
 
 postfix
   : primary                          { $$ = $1; }
-  | postfix '[' index_list ']'       { $$ = mk_expr(pc, E_INDEX, L(@2)); $$->a = $1; $$->args = $3; }
+  | postfix '[' index_list ']'       { $$ = mk_expr(pc, E_INDEX, L(@2)); $$->a = $1; $$->args = $3; $$ = nested(pc, $$); }
   | postfix '.' IDENT {
       if (strcmp($3, "T") != 0)
         diag_error(pc->diag, L(@3), "unknown tile attribute '.%s' (only '.T', the transpose, exists)", $3);
-      $$ = mk_expr(pc, E_TRANSPOSE, L(@3)); $$->a = $1;
+      $$ = mk_expr(pc, E_TRANSPOSE, L(@3)); $$->a = $1; $$ = nested(pc, $$);
     }
-  | IDENT '(' args ')'               { $$ = mk_expr(pc, E_CALL, L(@1)); $$->name = $1; $$->args = $3; }
+  | IDENT '(' args ')'               { $$ = mk_expr(pc, E_CALL, L(@1)); $$->name = $1; $$->args = $3; $$ = nested(pc, $$); }
   ;
 
 primary
-  : INT    { $$ = mk_expr(pc, E_INT, L(@1)); $$->text = $1; $$->ival = strtoll($1, NULL, 10); $$->fval = (double)$$->ival; }
-  | FLOAT  { $$ = mk_expr(pc, E_FLOAT, L(@1)); $$->text = $1; $$->fval = strtod($1, NULL); }
+  : INT    { $$ = mk_number(pc, E_INT, $1, L(@1)); }
+  | FLOAT  { $$ = mk_number(pc, E_FLOAT, $1, L(@1)); }
   | IDENT  { $$ = mk_expr(pc, E_NAME, L(@1)); $$->name = $1; }
   | '(' expr ')'  { $$ = $2; }
   | LOAD IDENT '[' index_list ']' {
       $$ = mk_expr(pc, E_LOAD, L(@2)); $$->name = $2; $$->args = $4;
       $$->loc.col = @1.first_column; /* underline from 'load' to the name */
+      $$ = nested(pc, $$);
     }
   ;
 
@@ -369,5 +430,9 @@ index_item
 
 static void cake_yyerror(CAKE_YYLTYPE *l, void *scanner, struct ParseCtx *pc, const char *msg) {
   (void)scanner;
-  diag_error(pc->diag, parse_loc(pc, l), "%s", msg);
+  /* the parser's stack is full: only deep nesting (parentheses, unary operators, blocks) gets there */
+  if (!strcmp(msg, "memory exhausted"))
+    diag_error(pc->diag, parse_loc(pc, l), "expression or block nested too deeply (the parser's stack holds %d levels)", YYMAXDEPTH);
+  else
+    diag_error(pc->diag, parse_loc(pc, l), "%s", msg);
 }

@@ -73,7 +73,7 @@ static MlirLogicalResult diag_to_cake(MlirDiagnostic d, void *user) {
 }
 
 Backend *backend_create(Diag *diag, const char *cuda_root) {
-  Backend *be = calloc(1, sizeof *be);
+  Backend *be = cake_xcalloc(1, sizeof *be);
   if (!cuda_root) cuda_root = getenv("CAKE_CUDA_ROOT");
   if (!cuda_root) cuda_root = "/usr/local/cuda";
   snprintf(be->ptxas, sizeof be->ptxas, "%s/bin/ptxas", cuda_root);
@@ -255,15 +255,16 @@ int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, uns
     return -1;
   }
   char *argv[64];
-  char imgs[16][2600], names[16][64], create[1300];
-  const char *files[20];
+  char imgs[CAKE_MAX_TARGETS][2600], names[CAKE_MAX_TARGETS][64], create[1300];
+  const char *files[CAKE_MAX_TARGETS + 1];
+  CAKE_ASSERT(n <= CAKE_MAX_TARGETS);
   int na = 0, nf = 0;
   argv[na++] = be->fatbinary;
   argv[na++] = "-64";
   argv[na++] = "--compress=false";
   snprintf(create, sizeof create, "--create=%s/kernel.fatbin", dir);
   argv[na++] = create;
-  for (int i = 0; i < n && i < 16; i++) {
+  for (int i = 0; i < n; i++) {
     const KernelBinary *kb = &bins[i];
     const char *sm = (kb->cubin ? kb->target : kb->ptx_target) + 3; /* "90a" */
     snprintf(names[i], sizeof names[i], "image%d.%s", i, kb->cubin ? "cubin" : "ptx");
@@ -354,7 +355,7 @@ static char *emit_ptx(Diag *diag, LLVMModuleRef lm, const char *cpu, char **llvm
     return NULL;
   }
   size_t n = LLVMGetBufferSize(mb);
-  char *ptx = malloc(n + 1);
+  char *ptx = cake_xmalloc(n + 1);
   memcpy(ptx, LLVMGetBufferStart(mb), n);
   ptx[n] = 0;
   LLVMDisposeMemoryBuffer(mb);

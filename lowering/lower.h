@@ -24,7 +24,7 @@
 #include "cir.h"
 #include "mlb.h"
 
-enum { MAX_W = 8, SMEM_LIMIT = 232448 };
+enum { MAX_W = 8, SMEM_LIMIT = 232448, MAX_FUSED_DEPTH = 64 };
 
 typedef enum { H_NONE, H_SCALAR, H_FUSED, H_SMEM } HomeKind;
 enum { ASYNC_NONE, ASYNC_HOIST, ASYNC_PREFETCH };
@@ -42,6 +42,7 @@ typedef struct Home {
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* scan nesting of the definition */
+  int fused_depth;  /* H_FUSED: the longest chain of fused operands below it (< MAX_FUSED_DEPTH) */
   const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
                               straight from its accumulators; those: their matmul */
   const CirInst *epilogue_carry; /* matmul writing a yielded value: the carry it updates */
@@ -92,7 +93,7 @@ typedef struct LK {
   MlirValue tid, smem;
   MlirValue grid[CIR_MAX_AXES];
   int nthreads;
-  int smem_bytes;
+  long long smem_bytes; /* the plan's size, checked against SMEM_LIMIT before it is used as an int */
   int failed;
   AccCtx acc;
   /* the scan being emitted: where prefetched loads refill for the next chunk */
@@ -133,6 +134,7 @@ void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
+MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);
 int cols_of(CirType t);
 

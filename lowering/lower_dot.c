@@ -156,6 +156,14 @@ static void warp_grid(int nw, int m16, int n8, int *wm, int *wn) {
     }
 }
 
+enum { MMA_TILES_PER_PASS = 8 };
+
+static int largest_proper_divisor(int n) {
+  for (int d = n / 2; d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 /* One product of a (possibly summed) matmul: its operands and K. */
 typedef struct Term {
   Operand A, B;
@@ -191,11 +199,17 @@ void lower_matmul(LK *L, const CirInst *mm) {
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
   warp_grid(nw, m16, n8, &wm, &wn);
   int mt = m16 / wm, nt = n8 / wn;
-  /* at most 8 tiles (32 accumulators per thread) in flight per pass */
+  /* at most MMA_TILES_PER_PASS tiles (32 accumulators per thread) in flight
+   * per pass: halve the pass while it is even, then, for odd counts, step
+   * down through divisors (the pass must divide the warp's tiles) */
   int ntp = nt;
-  while (mt * ntp > 8 && ntp % 2 == 0) ntp /= 2;
+  while (mt * ntp > MMA_TILES_PER_PASS && ntp % 2 == 0) ntp /= 2;
   int mtp = mt;
-  while (mtp * ntp > 8 && mtp % 2 == 0) mtp /= 2;
+  while (mtp * ntp > MMA_TILES_PER_PASS && mtp % 2 == 0) mtp /= 2;
+  while (mtp * ntp > MMA_TILES_PER_PASS) {
+    if (ntp > 1) ntp = largest_proper_divisor(ntp);
+    else mtp = largest_proper_divisor(mtp);
+  }
 
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
@@ -211,7 +225,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
     for (int pn = 0; pn < nt; pn += ntp) {
       int nacc = mtp * ntp * 4;
       MlirValue zero = mlb_f32(b, 0.0);
-      MlirValue init[64];
+      MlirValue init[MMA_TILES_PER_PASS * 4];
       for (int i = 0; i < nacc; i++) init[i] = zero;
       MlbFor kl;
       for (int t = 0; t < nterms; t++) {
@@ -219,7 +233,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
       DType dt = terms[t].dt;
       mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, terms[t].K), mlb_i32(b, 16), nacc, init);
       MlirValue k0 = kl.iv;
-      MlirValue af[16][4], bf[16][4];
+      MlirValue af[MMA_TILES_PER_PASS][4], bf[MMA_TILES_PER_PASS][4];
       for (int i = 0; i < mtp; i++) {
         MlirValue m0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wr, mlb_i32(b, mt)), mlb_i32(b, pm + i)), mlb_i32(b, 16));
         frag_a(L, &A, lane, m0, k0, af[i]);
@@ -236,7 +250,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
           bf[j + 1][1] = f4[3];
         }
       }
-      MlirValue acc[64];
+      MlirValue acc[MMA_TILES_PER_PASS * 4];
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
           MlirValue *c = &kl.iter[(i * ntp + j) * 4];

@@ -5,6 +5,7 @@
  * for integers, i1 for bools. Fused values are recomputed from their
  * operands; shared-memory values are read back; scalars are splatted.
  * Rank-1 values use (0, c); rank-0 values ignore both. */
+#include <stdint.h>
 #include <string.h>
 
 #include "lower.h"
@@ -304,12 +305,16 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
       return mlb_bin(b, "arith.divf", mlb_f32(b, 1.0), mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
     }
     case OP_SOFTPLUS: {
-      /* log(1 + e^x); x itself past 20, where the two agree in f32 */
-      MlirValue e = f_exp(L, x);
-      MlirValue sp = f_log(L, mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
-      MlirValue small = mlb_cmpf(b, "olt", x, mlb_f32(b, -15.0));
-      sp = mlb_select(b, small, e, sp);
-      return mlb_select(b, mlb_cmpf(b, "ogt", x, mlb_f32(b, 20.0)), x, sp);
+      /* max(x, 0) + log1p(e), e = exp(-|x|) in (0, 1] (dsl/README.md), as
+       * the interpreter computes it. log1p(e) = log(u) e / (u - 1) with
+       * u = 1 + e rounded, and e itself when u rounds to 1: accurate to the
+       * approximations' error for every x, no cut-off. */
+      MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x), b->f32));
+      MlirValue u = mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e);
+      MlirValue l = mlb_bin(b, "arith.mulf", f_log(L, u),
+                            mlb_bin(b, "arith.divf", e, mlb_bin(b, "arith.subf", u, mlb_f32(b, 1.0))));
+      l = mlb_select(b, mlb_cmpf(b, "oeq", u, mlb_f32(b, 1.0)), e, l);
+      return mlb_bin(b, "arith.addf", mlb_bin(b, "arith.maximumf", x, mlb_f32(b, 0.0)), l);
     }
     case OP_SQRT: return mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &x);
     case OP_RSQRT: return approx(L, "llvm.nvvm.rsqrt.approx.f", x);
@@ -319,6 +324,24 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
   }
 }
 
+/* i32 x / y and x % y with one defined result for every operand, as the
+ * interpreter computes them (dsl/README.md): x / 0 = 0, x % 0 = x,
+ * INT32_MIN / -1 = INT32_MIN, INT32_MIN % -1 = 0. The divisor is replaced by
+ * 1 where divsi / remsi would be undefined. */
+static MlirValue int_divide(LK *L, CirOp op, MlirValue x, MlirValue y) {
+  Mlb *b = &L->b;
+  MlirValue zero = mlb_i32(b, 0);
+  MlirValue by_zero = mlb_cmpi(b, "eq", y, zero);
+  MlirValue overflow = mlb_bin(b, "arith.andi", mlb_cmpi(b, "eq", x, mlb_i32(b, INT32_MIN)),
+                               mlb_cmpi(b, "eq", y, mlb_i32(b, -1)));
+  MlirValue safe = mlb_select(b, mlb_bin(b, "arith.ori", by_zero, overflow), mlb_i32(b, 1), y);
+  if (op == OP_DIV) return mlb_select(b, by_zero, zero, mlb_bin(b, "arith.divsi", x, safe));
+  return mlb_select(b, by_zero, x, mlb_bin(b, "arith.remsi", x, safe));
+}
+
+/* f32 -> i32: truncation toward zero, saturating, NaN to 0 (as the interpreter's cake_round_dtype) */
+MlirValue f32_to_i32(LK *L, MlirValue x) { return mlb_intrinsic(&L->b, "llvm.fptosi.sat.i32.f32", L->b.i32, 1, &x); }
+
 static MlirValue binary(LK *L, CirOp op, DType operand_dt, MlirValue x, MlirValue y) {
   Mlb *b = &L->b;
   int f = operand_dt != DT_I32 && operand_dt != DT_BOOL;
@@ -326,8 +349,8 @@ static MlirValue binary(LK *L, CirOp op, DType operand_dt, MlirValue x, MlirValu
     case OP_ADD: return mlb_bin(b, f ? "arith.addf" : "arith.addi", x, y);
     case OP_SUB: return mlb_bin(b, f ? "arith.subf" : "arith.subi", x, y);
     case OP_MUL: return mlb_bin(b, f ? "arith.mulf" : "arith.muli", x, y);
-    case OP_DIV: return mlb_bin(b, f ? "arith.divf" : "arith.divsi", x, y);
-    case OP_MOD: return mlb_bin(b, "arith.remsi", x, y);
+    case OP_DIV: return f ? mlb_bin(b, "arith.divf", x, y) : int_divide(L, op, x, y);
+    case OP_MOD: return int_divide(L, op, x, y);
     case OP_MAXIMUM: return mlb_bin(b, f ? "arith.maximumf" : "arith.maxsi", x, y);
     case OP_MINIMUM: return mlb_bin(b, f ? "arith.minimumf" : "arith.minsi", x, y);
     case OP_LT: return f ? mlb_cmpf(b, "olt", x, y) : mlb_cmpi(b, "slt", x, y);
@@ -419,7 +442,7 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
         MlirValue x = a.v[l];
         int from_int = a0->ty.dt == DT_I32;
         switch (v->ty.dt) {
-          case DT_I32: x = from_int ? x : mlb_cast(b, "arith.fptosi", x, b->i32); break;
+          case DT_I32: x = from_int ? x : f32_to_i32(L, x); break;
           case DT_F32: x = from_int ? mlb_cast(b, "arith.sitofp", x, b->f32) : x; break;
           case DT_BF16:
           case DT_F16:

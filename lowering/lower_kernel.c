@@ -306,16 +306,16 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   L->abi = abi;
   L->nthreads = k->threads;
   L->nids = count_ids(&k->body);
-  L->homes = calloc((size_t)L->nids + 1, sizeof(Home));
-  L->chunks = calloc((size_t)L->nids + 1, sizeof(ChunkInfo));
-  L->pos = calloc((size_t)L->nids + 1, sizeof(int));
+  L->homes = arena_alloc(arena, sizeof(Home) * ((size_t)L->nids + 1));
+  L->chunks = arena_alloc(arena, sizeof(ChunkInfo) * ((size_t)L->nids + 1));
+  L->pos = arena_alloc(arena, sizeof(int) * ((size_t)L->nids + 1));
   Mlb *b = &L->b;
   mlb_init(b, ctx);
   b->loc = mlirLocationFileLineColGet(ctx, mlirStringRefCreateFromCString(k->loc.src ? k->loc.src->name : "?"),
                                       (unsigned)k->loc.line, (unsigned)k->loc.col);
   plan_kernel(L);
   if (L->smem_bytes > SMEM_LIMIT) {
-    lk_error(L, NULL, "kernel '%s' needs %d bytes of shared memory for its tiles; a block can have at most %d",
+    lk_error(L, NULL, "kernel '%s' needs %lld bytes of shared memory for its tiles; a block can have at most %d",
              k->name, L->smem_bytes, SMEM_LIMIT);
     goto done;
   }
@@ -393,9 +393,6 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   mlb_op(b, "gpu.return", 0, NULL, 0, NULL, 0, NULL);
 
 done:
-  *smem_bytes = L->smem_bytes;
-  free(L->homes);
-  free(L->chunks);
-  free(L->pos);
+  *smem_bytes = L->smem_bytes <= SMEM_LIMIT ? (int)L->smem_bytes : SMEM_LIMIT + 1;
   return L->failed ? -1 : 0;
 }

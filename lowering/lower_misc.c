@@ -46,7 +46,7 @@ static void put(LK *L, const CirInst *in, MlirValue r, MlirValue c, MlirValue x)
   Home *h = home_of(L, in);
   Vals v = {.n = 1};
   v.v[0] = x;
-  if (h->sdt == DT_I32 && mlirTypeIsAFloat(mlirValueGetType(x))) v.v[0] = mlb_cast(&L->b, "arith.fptosi", x, L->b.i32);
+  if (h->sdt == DT_I32 && mlirTypeIsAFloat(mlirValueGetType(x))) v.v[0] = f32_to_i32(L, x);
   smem_store_vals(L, mlb_i32(&L->b, h->offset), h->sdt, h->stride, r, c, v);
 }
 

@@ -146,6 +146,15 @@ static void choose_homes(LK *L, const CirBlock *b) {
         home_of(L, in->args[0])->kind == H_SMEM)
       h->kind = H_FUSED;
     if (in->ty.rank == 1 && expensive_tree(L, in)) h->kind = H_SMEM;
+    /* evaluating a fused value recurses through its fused operands: a long
+     * chain is stored part way, which bounds that recursion (and the stack) */
+    if (h->kind == H_FUSED) {
+      for (int j = 0; j < in->nargs; j++) {
+        const Home *oh = home_of(L, in->args[j]);
+        if (oh->kind == H_FUSED && oh->fused_depth >= h->fused_depth) h->fused_depth = oh->fused_depth + 1;
+      }
+      if (h->fused_depth >= MAX_FUSED_DEPTH) h->kind = H_SMEM;
+    }
     if (h->kind == H_SMEM) set_smem(h, in->ty.dt, R, C);
   }
 }
@@ -201,7 +210,8 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
 }
 
 typedef struct Buf1 {
-  int start, end, size, off;
+  int start, end, size; /* size: one tile's bytes, < 2^31 since a tile has at most CAKE_MAX_TILE_ELEMS elements */
+  long long off;        /* the sum of many sizes: 64 bits */
   int *out; /* where to write the offset */
   int id;   /* the instruction it belongs to (for CAKE_TRACE_PLAN) */
 } Buf1;
@@ -213,7 +223,7 @@ static int cmp_start(const void *x, const void *y) {
   const Buf1 *a = x, *b = y;
   if (a->start != b->start) return a->start - b->start;
   if (a->size != b->size) return b->size - a->size;
-  return a->off - b->off;
+  return (a->off > b->off) - (a->off < b->off);
 }
 
 static int cmp_size(const void *x, const void *y) {
@@ -221,13 +231,13 @@ static int cmp_size(const void *x, const void *y) {
   if (a->size != b->size) return b->size - a->size;
   if (a->end - a->start != b->end - b->start) return (b->end - b->start) - (a->end - a->start);
   if (a->start != b->start) return a->start - b->start;
-  return a->off - b->off;
+  return (a->off > b->off) - (a->off < b->off);
 }
 
 static void add_buf(Buf1 **v, int *n, int *cap, int start, int end, int size, int *out) {
   if (*n == *cap) {
     *cap = *cap ? *cap * 2 : 64;
-    *v = realloc(*v, sizeof(Buf1) * (size_t)*cap);
+    *v = cake_xrealloc(*v, sizeof(Buf1) * (size_t)*cap);
   }
   (*v)[(*n)++] = (Buf1){start, end, (size + 127) & ~127, 0, out, -1};
 }
@@ -287,11 +297,12 @@ static void collect_bufs(LK *L, const CirBlock *b, Buf1 **v, int *n, int *cap) {
 }
 
 /* First fit over live ranges in the given order; a buffer is reused only
- * after its last reader. Returns the bytes used. */
-static int first_fit(Buf1 *v, int n) {
-  int top = 0;
+ * after its last reader. Returns the bytes used (64 bits: a plan far over
+ * the limit must still compare as over it). */
+static long long first_fit(Buf1 *v, int n) {
+  long long top = 0;
   for (int i = 0; i < n; i++) {
-    int off = 0;
+    long long off = 0;
     for (int again = 1; again;) {
       again = 0;
       for (int j = 0; j < i; j++) {
@@ -310,16 +321,19 @@ static int first_fit(Buf1 *v, int n) {
   return top;
 }
 
-/* Both orders are tried; the smaller plan wins. */
-static int allocate(Buf1 *v, int n) {
-  Buf1 *w = malloc(sizeof(Buf1) * (size_t)(n + 1));
+/* Both orders are tried; the smaller plan wins. Offsets are written only
+ * when the plan fits in SMEM_LIMIT bytes (the caller reports it otherwise). */
+static long long allocate(Buf1 *v, int n) {
+  if (n == 0) return 0;
+  Buf1 *w = cake_xmalloc(sizeof(Buf1) * (size_t)n);
   for (int i = 0; i < n; i++) v[i].off = i;
   memcpy(w, v, sizeof(Buf1) * (size_t)n);
   qsort(v, (size_t)n, sizeof *v, cmp_start);
   qsort(w, (size_t)n, sizeof *w, cmp_size);
-  int a = first_fit(v, n), b = first_fit(w, n);
+  long long a = first_fit(v, n), b = first_fit(w, n);
   if (b < a) memcpy(v, w, sizeof(Buf1) * (size_t)n);
-  for (int i = 0; i < n; i++) *v[i].out = v[i].off;
+  if ((a < b ? a : b) <= SMEM_LIMIT)
+    for (int i = 0; i < n; i++) *v[i].out = (int)v[i].off;
   free(w);
   return a < b ? a : b;
 }
@@ -535,7 +549,7 @@ static void plan_in_place_carries(LK *L, const CirBlock *b) {
 static void refine_homes(LK *L, const CirBlock *b) {
   if (b == &L->k->body) {
     /* a value feeding several matmuls is staged once, in its own home */
-    int *uses = calloc((size_t)L->nids + 1, sizeof(int));
+    int *uses = cake_xcalloc((size_t)L->nids + 1, sizeof(int));
     count_operand_uses(L, b, uses);
     for (int id = 0; id < L->nids; id++) {
       Home *h = &L->homes[id];
@@ -582,9 +596,10 @@ static void refine_homes(LK *L, const CirBlock *b) {
 /* Developer aid (CAKE_TRACE_PLAN=1): what is live where shared memory
  * peaks, then the whole plan, on stderr. */
 static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
-  int best = -1, top = 0;
+  int best = -1;
+  long long top = 0;
   for (int t = 0; t < P->next_pos; t++) {
-    int used = 0;
+    long long used = 0;
     for (int k = 0; k < n; k++)
       if (bufs[k].start <= t && t <= bufs[k].end && bufs[k].off + bufs[k].size > used) used = bufs[k].off + bufs[k].size;
     if (used > top) top = used, best = t;
@@ -594,7 +609,7 @@ static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
     if (bufs[k].start <= best && best <= bufs[k].end) fprintf(stderr, " %%%d:%d", bufs[k].id, bufs[k].size);
   fprintf(stderr, "\n");
   /* the whole plan */
-  fprintf(stderr, "plan of kernel %s: %d bytes of shared memory\n", L->k->name, L->smem_bytes);
+  fprintf(stderr, "plan of kernel %s: %lld bytes of shared memory\n", L->k->name, L->smem_bytes);
   for (int i = 0; i < L->nids; i++) {
     const Home *h = &L->homes[i];
     const CirInst *in = P->all[i];
@@ -607,7 +622,7 @@ static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
 void plan_kernel(LK *L) {
   Plan P = {0};
   P.L = L;
-  P.all = calloc((size_t)L->nids, sizeof(CirInst *));
+  P.all = cake_xcalloc((size_t)L->nids + 1, sizeof(CirInst *));
   number_block(&P, &L->k->body, 0);
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);

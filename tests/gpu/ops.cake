@@ -41,7 +41,11 @@ kernel elementwise over (c in chunks, h in H) {
   mh = (load xh[c, h, :]) @ (load xh[c, h, :]).T
   store dots[c, h, :] = tril(m, -2) + triu(mh, 1) + tril((m as bf16) @ (((b as bf16) @ (a as bf16).T) as bf16), 0) * 0.001
   ia = (a * 10.0) as i32
+  // i32 division and remainder by zero (ia % 3 and ia % 4 are often 0), a
+  // float -> i32 conversion that saturates (|a| >= 1/32), INT32_MIN / -1,
+  // and wrapping sums: the interpreter's results exactly
   store ints[c, h, :] = ia / 3 + ia % 5 - (-ia) + maximum(ia, 2) * minimum(ia, -1)
+                       + ia / (ia % 3) + ia % (ia % 4) + ((a * 1e12) as i32) / -1
 }
 
 kernel scans over (n in docs, h in H) {

@@ -41,16 +41,11 @@ static int tensor_index(const CirProgram *p, const char *name) {
   return i;
 }
 
-/* everything the host side allocated (so that leak checkers see a clean exit) */
-static void free_host(double *x, double *y, double *xb, double *xh, double *w, double *s0, float *fx, float *fy,
-                      float *fw, float *fs0, uint16_t *hb, uint16_t *hh, double **ref, int nref, Buf *text,
-                      Arena *arena, Diag *diag) {
-  free(x), free(y), free(xb), free(xh), free(w), free(s0);
-  free(fx), free(fy), free(fw), free(fs0), free(hb), free(hh);
-  for (int o = 0; o < nref; o++) free(ref[o]);
+static void release(void **bufs, int n, Buf *text, Arena *arena, Diag *diag) {
+  for (int i = 0; i < n; i++) free(bufs[i]);
   buf_free(text);
-  diag_free(diag);
   arena_free(arena);
+  diag_free(diag);
 }
 
 int main(int argc, char **argv) {
@@ -137,6 +132,9 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* the host buffers, freed before either half returns */
+  void *host_bufs[12 + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh};
+  for (int o = 0; o < NOUT; o++) host_bufs[12 + o] = ref[o];
   int interp_only = 0;
   for (int i = 2; i < argc; i++) interp_only |= !strcmp(argv[i], "--interp-only");
   if (interp_only) { /* the CPU half alone (a CTest): every output written and finite */
@@ -152,7 +150,7 @@ int main(int argc, char **argv) {
       bad += nonfinite > 0 || l1 == 0;
     }
     printf("test_ops (interpreter only): %s\n", bad ? "FAIL" : "PASS");
-    free_host(x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, ref, NOUT, &text, &arena, &diag);
+    release(host_bufs, 12 + NOUT, &text, &arena, &diag);
     return bad ? 1 : 0;
   }
 
@@ -236,6 +234,6 @@ int main(int argc, char **argv) {
   gpu_free(dx), gpu_free(dy), gpu_free(db), gpu_free(dh), gpu_free(dw), gpu_free(ds0), gpu_free(work);
   cake_plan_free(plan);
   cake_package_free(pkg);
-  free_host(x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, ref, NOUT, &text, &arena, &diag);
+  release(host_bufs, 12 + NOUT, &text, &arena, &diag);
   return fails ? 1 : 0;
 }

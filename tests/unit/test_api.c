@@ -10,6 +10,13 @@
 
 #include "cake.h"
 
+/* The compiler library's malloc (linked with --wrap=malloc): requests of
+ * fail_from bytes or more fail, to reach the out-of-memory path. */
+void *__real_malloc(size_t n);
+void *__wrap_malloc(size_t n);
+static size_t fail_from = SIZE_MAX;
+void *__wrap_malloc(size_t n) { return n >= fail_from ? NULL : __real_malloc(n); }
+
 static const char *SPEC =
     "program api\n"
     "dim T\n"
@@ -57,6 +64,37 @@ static void rejects_bad_options(void **st) {
   assert_int_equal(cake_compile(&src, 1, &opt2, &r), 2);
   assert_non_null(strstr(cake_result_diagnostics(r), "unknown target 'sm_75'"));
   cake_result_free(r);
+  /* a path that file names could not be built from without truncation */
+  static char longdir[3000];
+  memset(longdir, 'd', sizeof longdir - 1);
+  cake_options opt3 = {.emit = "package", .archs = "sm_90a", .output = longdir};
+  assert_int_equal(cake_compile(&src, 1, &opt3, &r), 2);
+  assert_non_null(strstr(cake_result_diagnostics(r), "the output directory's path has more than 2048 characters"));
+  cake_result_free(r);
+  /* the same spec twice */
+  cake_source twice[2] = {{"api.cake", SPEC}, {"api.cake", SPEC}};
+  cake_options opt4 = {.emit = "cir"};
+  assert_int_equal(cake_compile(twice, 2, &opt4, &r), 2);
+  assert_string_equal(cake_result_diagnostics(r), "cakec: error: spec 'api.cake' is given twice\n");
+  cake_result_free(r);
+}
+
+/* An internal error (here: out of memory in the arena) does not end the
+ * process: cake_compile returns 3 with the message and frees what it holds. */
+static void internal_error_returns_3(void **st) {
+  cake_source src = {"api.cake", SPEC};
+  cake_options opt = {.emit = "cir"};
+  cake_result *r;
+  fail_from = 64 * 1024; /* an arena block */
+  int rc = cake_compile(&src, 1, &opt, &r);
+  fail_from = SIZE_MAX;
+  assert_int_equal(rc, 3);
+  assert_non_null(strstr(cake_result_diagnostics(r), "cakec: error: internal error at "));
+  assert_non_null(strstr(cake_result_diagnostics(r), "out of memory"));
+  cake_result_free(r);
+  /* and the next compilation works */
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 0);
+  cake_result_free(r);
 }
 
 static void same_output_twice(void **st) {
@@ -98,6 +136,7 @@ int main(void) {
       cmocka_unit_test(returns_diagnostics),
       cmocka_unit_test(rejects_bad_options),
       cmocka_unit_test(same_output_twice),
+      cmocka_unit_test(internal_error_returns_3),
       cmocka_unit_test(too_many_kernel_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

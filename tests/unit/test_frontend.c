@@ -212,7 +212,7 @@ static void scan_carry_rules(void **st) {
 
 static void option_count_limit(void **st) {
   char text[4096] = "program t\ndim T\n";
-  for (int i = 0; i < CIR_MAX_OPTIONS + 1; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  for (int i = 0; i < CAKE_MAX_OPTIONS + 1; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
   strcat(text, "kernel k over (i in T) { }\n");
   Fx *f = front(text);
   CirOption *opts;
@@ -220,9 +220,43 @@ static void option_count_limit(void **st) {
   assert_true(strstr(diags(f), "t.cake:19:8: error: a program may declare at most 16 options") != NULL);
   /* sixteen are fine */
   strcpy(text, "program t\ndim T\n");
-  for (int i = 0; i < CIR_MAX_OPTIONS; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
+  for (int i = 0; i < CAKE_MAX_OPTIONS; i++) sprintf(text + strlen(text), "option o%d = a in (a, b)\n", i);
   f = front(text);
-  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), CIR_MAX_OPTIONS);
+  assert_int_equal(cake_program_options(&f->arena, &f->diag, f->ast, &opts), CAKE_MAX_OPTIONS);
+}
+
+/* A 100000-term chain is an error at the 1001st level, without recursing
+ * through it (no stack overflow in any pass). */
+static void deep_chains(void **st) {
+  enum { N = 100000 };
+  Buf b;
+  buf_init(&b);
+  buf_puts(&b, "program t\nconst C = 1");
+  for (int i = 0; i < N; i++) buf_puts(&b, " + 1");
+  buf_puts(&b, "\ndim T\nsequence T, chunk 16\nin x : f32[T, 16]\nout y : f32[T, 16]\n"
+               "kernel k over (c in chunks) {\n  a = load x[c, :]\n  store y[c, :] = a");
+  for (int i = 0; i < N; i++) buf_puts(&b, " * a");
+  buf_puts(&b, "\n}\n");
+  Fx *f = front(b.data);
+  assert_null(f->ast);
+  assert_true(strstr(diags(f), "t.cake:2:4013: error: expression nested too deeply (more than 1000 levels)") != NULL);
+  assert_int_equal(f->diag.errors, 1); /* reported once */
+  buf_free(&b);
+}
+
+/* cake_die() longjmps to the innermost handler with its message; without
+ * one it would abort. */
+static void internal_errors_are_caught(void **st) {
+  static CakeDieHandler outer, inner;
+  cake_die_push(&outer);
+  if (setjmp(outer.jump) == 0) {
+    cake_die_push(&inner);
+    if (setjmp(inner.jump) == 0) cake_die("first %d", 1);
+    assert_non_null(strstr(inner.message, "internal error at "));
+    assert_non_null(strstr(inner.message, ": first 1"));
+    cake_die("second"); /* inner was popped: the outer handler catches this one */
+  }
+  assert_non_null(strstr(outer.message, ": second"));
 }
 
 static void redefinition_and_notes(void **st) {
@@ -247,6 +281,7 @@ int main(void) {
       cmocka_unit_test(error_cap),              cmocka_unit_test(dtype_and_shape_errors),
       cmocka_unit_test(window_errors),          cmocka_unit_test(scan_carry_rules),
       cmocka_unit_test(option_count_limit), cmocka_unit_test(redefinition_and_notes), cmocka_unit_test(ast_dump_shape),
+      cmocka_unit_test(deep_chains),            cmocka_unit_test(internal_errors_are_caught),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,7 +75,8 @@ static void ops_on_a_chunk(void **st) {
   for (int i = 0; i < T * C; i++) a[i] = cake_round_f32(urand() - 0.5), g[i] = cake_round_f32(urand());
   for (int o = 0; o < 6; o++)
     for (int i = 0; i < T * C; i++) out[o][i] = NAN;
-  long long dims[1] = {T};
+  long long dims[2] = {T}; /* T, chunks (not read) */
+  assert_int_equal(p->ndims, 2);
   double *tensors[8] = {a, g, out[0], out[1], out[2], out[3], out[4], out[5]};
   InterpArgs args = {dims, NULL, 0, NULL, tensors};
   char err[256];
@@ -131,7 +132,8 @@ static void scan_over_documents(void **st) {
   long long cu[4] = {0, 17, 17, 50}; /* an empty document in the middle */
   double x[T * 4], y[T * 4], ht[3 * 4];
   for (int i = 0; i < T * 4; i++) x[i] = urand();
-  long long dims[2] = {T, 3};
+  long long dims[3] = {T, 3}; /* T, N, chunks: N and chunks are not read */
+  assert_int_equal(p->ndims, 3);
   double *tensors[4] = {x, NULL, y, ht};
   InterpArgs args = {dims, cu, 3, NULL, tensors};
   char err[256];
@@ -168,7 +170,8 @@ static void first_program_matches_reference(void **st) {
   static double x[T * H * D], y[T * H * D], w[H * D], z[T * H * D], ref[T * H * D];
   for (int i = 0; i < T * H * D; i++) x[i] = cake_round_bf16(urand() * 2 - 1), y[i] = cake_round_bf16(urand() * 2 - 1);
   for (int i = 0; i < H * D; i++) w[i] = urand() * 2 - 1;
-  long long dims[2] = {T, H};
+  long long dims[3] = {T, H}; /* T, H, chunks (not read) */
+  assert_int_equal(p->ndims, 3);
   double *tensors[4] = {x, y, w, z};
   InterpArgs args = {dims, cu, 3, NULL, tensors};
   char err[256];
@@ -182,9 +185,68 @@ static void first_program_matches_reference(void **st) {
   free(text);
 }
 
+/* The results the GPU code gives too (dsl/README.md): i32 division and
+ * remainder by 0 and INT32_MIN / -1, wrapping i32 arithmetic, saturating
+ * float -> i32, NaN through maximum / minimum / amax, signed zeros, and
+ * softplus = max(x, 0) + log1p(exp(-|x|)) with no cut-off. */
+static void integer_and_special_values(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T\nsequence T, chunk 16\n"
+      "in a, b : i32[T, 16]\nin x, y : f32[T, 16]\n"
+      "out q, r, s, m, n : i32[T, 16]\nout mx, mn, sp : f32[T, 16]\nout am : f32[T]\n"
+      "kernel k over (c in chunks) {\n"
+      "  i = load a[c, :]\n  j = load b[c, :]\n  u = load x[c, :]\n  v = load y[c, :]\n"
+      "  store q[c, :] = i / j\n  store r[c, :] = i % j\n  store s[c, :] = i + j\n  store m[c, :] = i * j\n"
+      "  store n[c, :] = u as i32\n"
+      "  store mx[c, :] = maximum(u, v)\n  store mn[c, :] = minimum(u, v)\n  store sp[c, :] = softplus(u)\n"
+      "  store am[c] = amax(u, 1)\n"
+      "}\nentry fwd = k\n");
+  enum { T = 16, C = 16 };
+  const double IMIN = -2147483648.0, IMAX = 2147483647.0;
+  static double a[T * C], b[T * C], x[T * C], y[T * C], out[8][T * C], am[T];
+  /* row 0: the integer cases, one per column */
+  const double ia[] = {7, -7, 7, IMIN, IMIN, IMAX, IMAX, 5, -9, 0};
+  const double ib[] = {0, 0, -2, -1, 1, 1, 2, 3, 4, 0};
+  const double iq[] = {0, 0, -3, IMIN, IMIN, IMAX, 1073741823, 1, -2, 0};
+  const double ir[] = {7, -7, 1, 0, 0, 0, 1, 2, -1, 0};
+  const double is[] = {7, -7, 5, IMAX, -2147483647, IMIN, -2147483647, 8, -5, 0}; /* a + b, wrapped */
+  const double fx[] = {NAN, 1, -0.0, 0.0, 1e10, -1e10, 3.99, -3.99, INFINITY, -INFINITY};
+  const double fn[] = {0, 1, 0, 0, IMAX, IMIN, 3, -3, IMAX, IMIN};
+  const double fy[] = {1, NAN, 0.0, -0.0, 0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < T * C; i++) a[i] = b[i] = 1, x[i] = y[i] = 0.5;
+  for (int c = 0; c < 10; c++) a[c] = ia[c], b[c] = ib[c], x[c] = fx[c], y[c] = fy[c];
+  /* row 1: softplus over its whole range */
+  for (int c = 0; c < C; c++) x[C + c] = cake_round_f32(-100 + 200.0 * c / (C - 1));
+  x[2 * C + 3] = NAN; /* row 2: amax sees a NaN */
+  long long dims[2] = {T};
+  assert_int_equal(p->ndims, 2);
+  double *tensors[13] = {a, b, x, y, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], am};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  for (int c = 0; c < 10; c++) {
+    assert_true(out[0][c] == iq[c]);
+    assert_true(out[1][c] == ir[c]);
+    assert_true(out[2][c] == is[c]);
+    assert_true(out[4][c] == fn[c]);
+  }
+  assert_true(out[3][3] == IMIN && out[3][5] == IMAX && out[3][6] == -2); /* IMAX * 2 wraps */
+  assert_true(isnan(out[5][0]) && isnan(out[5][1]) && isnan(out[6][0]) && isnan(out[6][1]));
+  assert_true(out[5][2] == 0 && !signbit(out[5][2]) && out[5][3] == 0 && !signbit(out[5][3])); /* max(-0, +0) = +0 */
+  assert_true(out[6][2] == 0 && signbit(out[6][2]) && out[6][3] == 0 && signbit(out[6][3]));   /* min(-0, +0) = -0 */
+  assert_true(isnan(out[7][0]) && out[7][8] == INFINITY && out[7][9] == 0);
+  for (int c = 0; c < C; c++) {
+    double u = x[C + c], want = (u > 0 ? u : 0) + log1p(exp(-fabs(u)));
+    assert_true(out[7][C + c] == cake_round_f32(want)); /* stored as f32 */
+    assert_true(out[7][C + c] > 0);                          /* no cut-off: e^-100 is not 0 */
+  }
+  assert_true(isnan(am[2]) && am[1] == 100);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rounding),
+      cmocka_unit_test(integer_and_special_values),
       cmocka_unit_test(ops_on_a_chunk),
       cmocka_unit_test(scan_over_documents),
       cmocka_unit_test(first_program_matches_reference),

@@ -1,5 +1,9 @@
 // The valid counterpart of grid_invalid.cake.
 // RUN: %cakec %s --emit=cir | FileCheck %s
+// Kernels without tiles plan no shared memory (allocate() used to memcpy from NULL):
+// RUN: %cakec %s --emit=mlir --arch=sm_90a | FileCheck %s --check-prefix=MLIR
+// MLIR: gpu.func @grid_a_
+// MLIR: gpu.func @grid_b_
 program grid
 dim T, N, H
 const C = 16, V = 64

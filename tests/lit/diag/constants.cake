@@ -1,0 +1,27 @@
+// The valid counterpart of constants_invalid.cake: integer constants are
+// exact int64 values up to the limits of 64 bits; extents go up to 2^31 - 1.
+// RUN: %cakec %s --emit=cir | FileCheck %s
+program constants
+dim T
+const MIN = -9223372036854775807 - 1, MAX = 9223372036854775807
+const Q = MIN / 1, R = MIN % 2, BIG = 9007199254740993, BIG2 = BIG + 2
+const E = 2147483647, HALF = 0.5
+sequence T, chunk 16
+in x : f32[T, 16]
+in w : f32[E]
+out y : f32[T, 16]
+out n : i32[T]
+kernel k over (c in chunks) {
+  a = load x[c, :] * HALF
+  if MAX > BIG2 && Q == MIN && R == 0 && BIG2 % 2 == 1 {
+    a = a + 1
+  }
+  store y[c, :] = a
+  store n[0] = 2147483647 + -2147483647 - 1
+}
+entry fwd = k
+// CHECK: tensor in w : f32[2147483647]
+// CHECK: %[[ONE:[0-9]+]] = const 1 : i32
+// CHECK-NEXT: + %{{[0-9]+}}, %[[ONE]] : f32[16, 16]
+// CHECK: const 2147483647 : i32
+// CHECK: const -2147483647 : i32
