@@ -1,0 +1,327 @@
+// kda_train.cake - Kimi Delta Attention, training: forward and backward,
+// single rank, HV = H.
+//
+// The forward is kda_fwd.cake's (prep, chain). Notation per chunk (C rows
+// r, j; K key channels c; G = cumsum of the log-decay down the chunk,
+// inclusive; gl = G's last row; b = beta; S0 the state at the chunk's start,
+// S' the state after it; "decayed" = times exp(G_r - G_j), every exponent
+// <= 0 for r >= j):
+//   KK = tril(K K^T decayed, -1)    A = b KK    T = (I + A)^-1
+//   X  = b K exp(G)    Y = b V      W = T X     U~ = T Y    U = U~ - W S0
+//   D  = tril(Q K^T decayed)        Qg = scale Q exp(G)      Kd = K exp(gl - G)
+//   O  = Qg S0 + scale D U          S' = Diag(exp(gl)) S0 + Kd^T U
+//
+// Backward of one chunk, given dO and dS' (the gradient of the state after
+// the chunk; dht, or zero, after a document's last chunk):
+//   dU   = scale D^T dO + Kd dS'
+//   dS0  = Qg^T dO + Diag(exp(gl)) dS' - W^T dU        (flows to the chunk before;
+//                                                      dh0 after the first)
+//   dD   = scale tril(dO U^T)                           (j <= r)
+//   dW   = -dU S0^T      dU~ = dU
+//   dX   = T^T dW        dY = T^T dU                    (W = T X, U~ = T Y)
+//   dT   = dW X^T + dU Y^T
+//   dA   = -tril(T^T dT T^T, -1)                        (T = (I + A)^-1; only the
+//                                                      strictly lower part of dT
+//                                                      reaches it)
+//   dKK  = b dA,   dv = b dY,   dbeta = rowsum(dY V) + rowsum(dX K exp(G)) + rowsum(dA KK)
+// The decayed products are differentiated without leaving relative form:
+// for M with only r >= j entries,
+//   d/da of sum M[r,j] a_r b_j exp(g_r - g_j):  decay_mm(M, b, g)[r]   = sum_{j<=r} M[r,j] b_j exp(g_r - g_j)
+//   d/db:                                       decay_mm_t(M, a, g)[j] = sum_{r>=j} M[r,j] a_r exp(g_r - g_j)
+// and the gradient w.r.t. g is a * decay_mm(M, b, g) at row r minus
+// b * decay_mm_t(M, a, g) at row j. So, with dQg = dO S0^T, dKd = U dS'^T:
+//   dq = scale exp(G) dQg + decay_mm(dD, K, G)
+//   dk = b exp(G) dX + exp(gl - G) dKd + decay_mm_t(dD, Q, G)
+//        + decay_mm(dKK, K, G) + decay_mm_t(dKK, K, G)
+//   dG = scale Q exp(G) dQg + X dX - Kd dKd + Q decay_mm(dD, K, G) - K decay_mm_t(dD, Q, G)
+//        + K (decay_mm(dKK, K, G) - decay_mm_t(dKK, K, G))          (elementwise products)
+//   dgl = colsum(Kd dKd) + exp(gl) rowsum(S0 dS')                  (S' through gl)
+// G is the inclusive cumsum of the log-decay g and gl its last row, so
+//   dg = rcumsum(dG) + dgl    (down the chunk; rows past a document's end: 0)
+// Then the chain rules, elementwise per token:
+//   safe gate  g = lb sigmoid(z), z = exp(A_log)(g_raw + dt_bias):
+//              dz = dg lb s (1 - s);  dg_raw = exp(A_log) dz;  dA_log += sum dz z;  ddt_bias += exp(A_log) dz
+//   softplus   g = -exp(A_log) softplus(x), x = g_raw + dt_bias:
+//              dx = -exp(A_log) sigmoid(x) dg;  dg_raw = dx;  dA_log += sum dg g;  ddt_bias += dx
+//   beta       b = sigmoid(l): dl = dbeta b (1 - b)
+//   L2 norm    qn = q / sqrt(|q|^2 + 1e-6) = q r:  dq_raw = r (dqn - qn (qn . dqn))
+// dA_log and ddt_bias sum over every token of every document: each chunk
+// writes its partial sums, and one kernel per head adds them in chunk order.
+//
+// Stages. fwd: prep (chunk-parallel), chain (state pass, writes o, ht and,
+// with save = states, every chunk's start state). bwd: prep again;
+// states (save = ckpt: the state pass again, writing the start states
+// instead of the output); dchain (reverse state pass: U, dU and the state
+// gradient after every chunk, dh0); dlocal (chunk-parallel: everything
+// above from S0, dS', U, dU); dgate (per head: dA_log, ddt_bias).
+//
+// Options: gate, qk_norm, beta_logits as in kda_fwd.cake; save:
+//   ckpt    the forward keeps nothing for the backward (0 B), which
+//           recomputes the start states
+//   states  the forward keeps every chunk's start state in `hs`:
+//           K * V * 4 / C = 1024 B per token and head
+// V blocks of 32 columns in the state passes (fixed: one variant axis less).
+program kda_train
+
+option gate = safe in (safe, softplus, external)
+option qk_norm = true in (true, false)
+option beta_logits = true in (true, false)
+option save = ckpt in (ckpt, states)
+
+dim   T, N, H
+const K = 128, V = 128, C = 64, BV = 32
+sequence T, docs N, chunk C
+
+param scale : f32 = rsqrt(K)
+param lower_bound : f32 = -5.0
+
+in  q, k : bf16[T, H, K]
+in  v    : bf16[T, H, V]
+if gate == external {
+  in g : f32[T, H, K]                 // the log-decay
+} else {
+  in g : bf16[T, H, K]                // the raw gate
+  in A_log : f32[H]
+  in dt_bias : f32[H, K]
+}
+in  beta : bf16[T, H]                 // logits or values (option beta_logits)
+in  h0   : f32[N, H, K, V] optional   // initial state per document
+out o    : bf16[T, H, V]
+out ht   : f32[N, H, K, V] optional   // final state per document
+
+// the backward's inputs and outputs
+in  do   : bf16[T, H, V]              // dL/do
+in  dht  : f32[N, H, K, V] optional   // dL/dht
+out dq, dk : bf16[T, H, K]            // w.r.t. the raw q, k
+out dv   : bf16[T, H, V]
+out dg   : f32[T, H, K]               // w.r.t. the raw gate (or the log-decay when external)
+out dbeta : f32[T, H]                 // w.r.t. the logits (or the values)
+out dh0  : f32[N, H, K, V] optional   // w.r.t. h0 (or the zero initial state)
+if gate != external {
+  out dA_log : f32[H]
+  out ddt_bias : f32[H, K]
+}
+
+// every chunk's start state: kept from the forward, or recomputed
+if save == states {
+  save hs : f32[chunks, H, K, V]
+} else {
+  temp hs : f32[chunks, H, K, V]
+}
+
+// forward intermediates (recomputed by the backward's prep)
+temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(gl - G)
+temp u  : bf16[T, H, V]               // U~
+temp pq : bf16[T, H, C]               // scale D
+temp gx : f32[chunks, H, K]           // exp(gl), the chunk's state decay
+// backward intermediates
+temp vn : bf16[T, H, V]               // U
+temp du : f32[T, H, V]                // dU
+temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
+temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
+temp pdt : f32[chunks, H, K]          // and of ddt_bias
+
+kernel prep over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  store qg[c, h, :] = (qn * eg * scale) as bf16
+  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
+  A  = tril(decay_dot(kn, kn, G), -1) * b[:, None]
+  Ti = unit_lower_inv(A) as bf16
+  store w[c, h, :] = (Ti @ ((kn * eg * b[:, None]) as bf16)) as bf16
+  store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
+  gl = G[C - 1, :]
+  store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
+  store gx[c, h, :] = exp(gl)
+}
+
+kernel chain over (n in docs, h in H, j in V / BV) {
+  S = load h0[n, h, :, j] or 0
+  for c in chunks(n) carry S {
+    if save == states {
+      store hs[c, h, :, j] = S
+    }
+    Sb = S as bf16
+    un = load u[c, h, j] - load w[c, h, :] @ Sb
+    ub = un as bf16
+    store o[c, h, j] = (load qg[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+  }
+  store ht[n, h, :, j] = S
+}
+
+// the state pass of the backward in ckpt mode: the same carried state, bit
+// for bit, but only the start states are written
+kernel states over (n in docs, h in H, j in V / BV) {
+  S = load h0[n, h, :, j] or 0
+  for c in chunks(n) carry S {
+    store hs[c, h, :, j] = S
+    ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
+    S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+  }
+}
+
+// the reverse state pass: dS' -> dU -> dS0, last chunk first
+kernel dchain over (n in docs, h in H, j in V / BV) {
+  dS = load dht[n, h, :, j] or 0
+  for c in reverse chunks(n) carry dS {
+    store dhs[c, h, :, j] = dS
+    ub = (load u[c, h, j] - load w[c, h, :] @ (load hs[c, h, :, j] as bf16)) as bf16
+    store vn[c, h, j] = ub
+    dob = load do[c, h, j]
+    dU = load pq[c, h, :].T @ dob + load kd[c, h, :] @ (dS as bf16)
+    store du[c, h, j] = dU
+    dS = load gx[c, h, :][:, None] * dS + load qg[c, h, :].T @ dob - load w[c, h, :].T @ (dU as bf16)
+  }
+  store dh0[n, h, :, j] = dS
+}
+
+// everything else, chunk by chunk
+kernel dlocal over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    rq = rsqrt(sum(qraw * qraw, 1) + 1e-6)
+    rk = rsqrt(sum(kraw * kraw, 1) + 1e-6)
+    qn = qraw * rq[:, None]
+    kn = kraw * rk[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    al = exp(load A_log[h])
+    z = al * (graw + load dt_bias[h, :][None, :])
+    sg = sigmoid(z)
+    gt = lower_bound * sg
+  } else if gate == softplus {
+    al = exp(load A_log[h])
+    x = graw + load dt_bias[h, :][None, :]
+    gt = -al * softplus(x)
+  } else {
+    gt = graw
+  }
+  vc = valid(c)
+  G = cumsum(where(vc[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  gl = G[C - 1, :]
+  kdec = exp(gl[None, :] - G)
+  S0b = load hs[c, h, :, :] as bf16
+  dSn = load dhs[c, h, :, :]
+  U = load vn[c, h, :]
+  dUb = load du[c, h, :] as bf16
+  dO = load do[c, h, :]
+  vv = load v[c, h, :]
+
+  // the output: O = Qg S0 + scale D U
+  dQg = dO @ S0b.T
+  dD = tril(dO @ U.T) * scale
+  // the solve: W = T X, U~ = T Y, U = U~ - W S0
+  KK = tril(decay_dot(kn, kn, G), -1)
+  Tb = unit_lower_inv(KK * b[:, None]) as bf16
+  X = kn * eg * b[:, None]
+  dWb = (-(dUb @ S0b.T)) as bf16
+  dX = Tb.T @ dWb
+  dY = Tb.T @ dUb
+  dT = tril(dWb @ (X as bf16).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
+  dA = -tril(Tb.T @ ((dT as bf16) @ Tb.T) as bf16, -1)
+  dKK = dA * b[:, None]
+  db = sum(dY * vv, 1) + sum(dX * kn * eg, 1) + sum(dA * KK, 1)
+  store dv[c, h, :] = (dY * b[:, None]) as bf16
+  // the state after the chunk: S' = Diag(exp(gl)) S0 + Kd^T U
+  dKd = U @ (dSn as bf16).T
+  // the decayed products D and KK
+  dqD = decay_mm(dD, kn, G)
+  dkD = decay_mm_t(dD, qn, G)
+  dkA = decay_mm(dKK, kn, G)
+  dkAt = decay_mm_t(dKK, kn, G)
+  dqn = scale * eg * dQg + dqD
+  dkn = b[:, None] * eg * dX + kdec * dKd + dkD + dkA + dkAt
+  dG = scale * qn * eg * dQg + X * dX - kn * kdec * dKd + qn * dqD - kn * dkD + kn * (dkA - dkAt)
+  dgl = sum(kn * kdec * dKd, 0) + exp(gl) * sum((load hs[c, h, :, :]) * dSn, 1)
+  dgt = where(vc[:, None], rcumsum(dG, 0) + dgl[None, :], 0.0)
+
+  if qk_norm {
+    store dq[c, h, :] = (rq[:, None] * (dqn - qn * sum(dqn * qn, 1)[:, None])) as bf16
+    store dk[c, h, :] = (rk[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
+  } else {
+    store dq[c, h, :] = dqn as bf16
+    store dk[c, h, :] = dkn as bf16
+  }
+  if beta_logits {
+    store dbeta[c, h] = db * b * (1.0 - b)
+  } else {
+    store dbeta[c, h] = db
+  }
+  if gate == safe {
+    dz = dgt * lower_bound * sg * (1.0 - sg)
+    store dg[c, h, :] = al * dz
+    store pda[c, h] = sum(sum(dz * z, 1), 0)
+    store pdt[c, h, :] = sum(al * dz, 0)
+  } else if gate == softplus {
+    dx = -al * sigmoid(x) * dgt
+    store dg[c, h, :] = dx
+    store pda[c, h] = sum(sum(dgt * gt, 1), 0)
+    store pdt[c, h, :] = sum(dx, 0)
+  } else {
+    store dg[c, h, :] = dgt
+  }
+}
+
+// dA_log and ddt_bias: the per-chunk partial sums of each head, added in
+// chunk order
+if gate != external {
+  kernel dgate over (h in H) {
+    sa = 0.0
+    st = load dt_bias[h, :] * 0.0
+    for c in chunks carry sa, st {
+      sa = sa + load pda[c, h]
+      st = st + load pdt[c, h, :]
+    }
+    store dA_log[h] = sa
+    store ddt_bias[h, :] = st
+  }
+}
+
+entry fwd = prep, chain
+if gate == external {
+  if save == states {
+    entry bwd = prep, dchain, dlocal
+  } else {
+    entry bwd = prep, states, dchain, dlocal
+  }
+} else {
+  if save == states {
+    entry bwd = prep, dchain, dlocal, dgate
+  } else {
+    entry bwd = prep, states, dchain, dlocal, dgate
+  }
+}
