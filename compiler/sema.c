@@ -691,11 +691,9 @@ static CirInst *decay_mm_call(Sema *s, const Expr *e, int op, CirInst **x) {
   }
   int c = x[1]->ty.shape[0], kk = x[1]->ty.shape[1];
   if (x[0]->ty.shape[0] != c || x[0]->ty.shape[1] != c) {
-    char t1[64];
     shape_str(ti, sizeof ti, x[0]->ty);
-    shape_str(t1, sizeof t1, x[1]->ty);
-    ERR(((Expr *)e->args.items[0])->loc, "%s argument 1 must be square with one row per row of argument 2 (%s), got %s",
-        e->name, t1, ti);
+    ERR(((Expr *)e->args.items[0])->loc, "%s argument 1 must be [%d, %d] (square, a row per row of argument 2), got %s",
+        e->name, c, c, ti);
     return poison(s, loc);
   }
   if (x[2]->ty.shape[0] != c || x[2]->ty.shape[1] != kk) {
