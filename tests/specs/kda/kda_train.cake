@@ -118,6 +118,11 @@ temp gx : f32[chunks, H, K]           // exp(gl), the chunk's state decay
 temp vn : bf16[T, H, V]               // U
 temp du : f32[T, H, V]                // dU
 temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
+temp dqs, dkds, dxs, dgs : f32[T, H, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
+temp dws : bf16[T, H, K]              // -dW = dU S0^T
+temp dds, dkks : f32[T, H, C]         // dD;  dKK
+temp dbs : f32[T, H]                  // dbeta w.r.t. the beta value
+temp pgs : f32[chunks, H, K]          // dgl's state term
 temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
 temp pdt : f32[chunks, H, K]          // and of ddt_bias
 
@@ -198,15 +203,104 @@ kernel dchain over (n in docs, h in H, j in V / BV) {
   store dh0[n, h, :, j] = dS
 }
 
-// everything else, chunk by chunk
-kernel dlocal over (c in chunks, h in H) threads 256 {
+// The chunk-parallel rest, in stages small enough for one thread block's
+// shared memory each; what one stage hands the next is in f32 temps.
+// dstate: the products with the start state S0
+kernel dstate over (c in chunks, h in H) threads 256 {
+  S0b = load hs[c, h, :, :] as bf16
+  store dqs[c, h, :] = load do[c, h, :] @ S0b.T                      // dQg
+  store dws[c, h, :] = ((load du[c, h, :] as bf16) @ S0b.T) as bf16   // -dW
+}
+
+// dnext: the products with the state gradient dS' after the chunk
+kernel dnext over (c in chunks, h in H) threads 256 {
+  dSn = load dhs[c, h, :, :]
+  store dkds[c, h, :] = load vn[c, h, :] @ (dSn as bf16).T           // dKd
+  store pgs[c, h, :] = load gx[c, h, :] * sum(load hs[c, h, :, :] * dSn, 1)  // dgl's state term
+}
+
+// dsolve: through the solve (W = T X, U~ = T Y) and the output's D
+kernel dsolve over (c in chunks, h in H) threads 256 {
   qraw = load q[c, h, :]
   kraw = load k[c, h, :]
   if qk_norm {
-    rq = rsqrt(sum(qraw * qraw, 1) + 1e-6)
-    rk = rsqrt(sum(kraw * kraw, 1) + 1e-6)
-    qn = qraw * rq[:, None]
-    kn = kraw * rk[:, None]
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  vv = load v[c, h, :]
+  store dds[c, h, :] = tril(load do[c, h, :] @ (load vn[c, h, :]).T) * scale
+  KK = tril(decay_dot(kn, kn, G), -1)
+  Tb = unit_lower_inv(KK * b[:, None]) as bf16
+  dWb = (-load dws[c, h, :]) as bf16
+  dUb = load du[c, h, :] as bf16
+  dX = Tb.T @ dWb
+  dY = Tb.T @ dUb
+  dT = tril(dWb @ ((kn * eg * b[:, None]) as bf16).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
+  dA = -tril(Tb.T @ ((dT as bf16) @ Tb.T) as bf16, -1)
+  store dkks[c, h, :] = dA * b[:, None]
+  store dxs[c, h, :] = dX
+  store dv[c, h, :] = (dY * b[:, None]) as bf16
+  store dbs[c, h] = sum(dY * vv, 1) + sum(dX * kn * eg, 1) + sum(dA * KK, 1)
+}
+
+// dqg: q's gradient, and the parts of dG that carry q
+kernel dqg over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  eg = exp(G)
+  dQg = load dqs[c, h, :]
+  dqD = decay_mm(load dds[c, h, :], kn, G)
+  dqn = scale * eg * dQg + dqD
+  if qk_norm {
+    qrs = rsqrt(sum(qraw * qraw, 1) + 1e-6)
+    store dq[c, h, :] = (qrs[:, None] * (dqn - qn * sum(dqn * qn, 1)[:, None])) as bf16
+  } else {
+    store dq[c, h, :] = dqn as bf16
+  }
+  store dgs[c, h, :] = qn * (scale * eg * dQg + dqD)
+}
+
+// dkg: k's gradient, the rest of dG, dg through the gate, dbeta
+kernel dkg over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
   } else {
     qn = qraw as f32
     kn = kraw as f32
@@ -232,50 +326,24 @@ kernel dlocal over (c in chunks, h in H) threads 256 {
     b = load beta[c, h] as f32
   }
   eg = exp(G)
-  gl = G[C - 1, :]
-  kdec = exp(gl[None, :] - G)
-  S0b = load hs[c, h, :, :] as bf16
-  dSn = load dhs[c, h, :, :]
-  U = load vn[c, h, :]
-  dUb = load du[c, h, :] as bf16
-  dO = load do[c, h, :]
-  vv = load v[c, h, :]
-
-  // the output: O = Qg S0 + scale D U
-  dQg = dO @ S0b.T
-  dD = tril(dO @ U.T) * scale
-  // the solve: W = T X, U~ = T Y, U = U~ - W S0
-  KK = tril(decay_dot(kn, kn, G), -1)
-  Tb = unit_lower_inv(KK * b[:, None]) as bf16
-  X = kn * eg * b[:, None]
-  dWb = (-(dUb @ S0b.T)) as bf16
-  dX = Tb.T @ dWb
-  dY = Tb.T @ dUb
-  dT = tril(dWb @ (X as bf16).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
-  dA = -tril(Tb.T @ ((dT as bf16) @ Tb.T) as bf16, -1)
-  dKK = dA * b[:, None]
-  db = sum(dY * vv, 1) + sum(dX * kn * eg, 1) + sum(dA * KK, 1)
-  store dv[c, h, :] = (dY * b[:, None]) as bf16
-  // the state after the chunk: S' = Diag(exp(gl)) S0 + Kd^T U
-  dKd = U @ (dSn as bf16).T
-  // the decayed products D and KK
-  dqD = decay_mm(dD, kn, G)
-  dkD = decay_mm_t(dD, qn, G)
+  kdec = exp(G[C - 1, :][None, :] - G)
+  dKK = load dkks[c, h, :]
+  dkD = decay_mm_t(load dds[c, h, :], qn, G)
   dkA = decay_mm(dKK, kn, G)
   dkAt = decay_mm_t(dKK, kn, G)
-  dqn = scale * eg * dQg + dqD
+  dX = load dxs[c, h, :]
+  dKd = load dkds[c, h, :]
   dkn = b[:, None] * eg * dX + kdec * dKd + dkD + dkA + dkAt
-  dG = scale * qn * eg * dQg + X * dX - kn * kdec * dKd + qn * dqD - kn * dkD + kn * (dkA - dkAt)
-  dgl = sum(kn * kdec * dKd, 0) + exp(gl) * sum((load hs[c, h, :, :]) * dSn, 1)
-  dgt = where(vc[:, None], rcumsum(dG, 0) + dgl[None, :], 0.0)
-
   if qk_norm {
-    store dq[c, h, :] = (rq[:, None] * (dqn - qn * sum(dqn * qn, 1)[:, None])) as bf16
-    store dk[c, h, :] = (rk[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
+    krs = rsqrt(sum(kraw * kraw, 1) + 1e-6)
+    store dk[c, h, :] = (krs[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
   } else {
-    store dq[c, h, :] = dqn as bf16
     store dk[c, h, :] = dkn as bf16
   }
+  dG = load dgs[c, h, :] + kn * (b[:, None] * eg * dX - kdec * dKd - dkD + dkA - dkAt)
+  dgl = sum(kn * kdec * dKd, 0) + load pgs[c, h, :]
+  dgt = where(vc[:, None], rcumsum(dG, 0) + dgl[None, :], 0.0)
+  db = load dbs[c, h]
   if beta_logits {
     store dbeta[c, h] = db * b * (1.0 - b)
   } else {
@@ -314,14 +382,14 @@ if gate != external {
 entry fwd = prep, chain
 if gate == external {
   if save == states {
-    entry bwd = prep, dchain, dlocal
+    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkg
   } else {
-    entry bwd = prep, states, dchain, dlocal
+    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkg
   }
 } else {
   if save == states {
-    entry bwd = prep, dchain, dlocal, dgate
+    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkg, dgate
   } else {
-    entry bwd = prep, states, dchain, dlocal, dgate
+    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkg, dgate
   }
 }
