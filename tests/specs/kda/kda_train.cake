@@ -116,13 +116,14 @@ temp pq : bf16[T, H, C]               // scale D
 temp gx : f32[chunks, H, K]           // exp(gl), the chunk's state decay
 // backward intermediates
 temp vn : bf16[T, H, V]               // U
-temp du : f32[T, H, V]                // dU
+temp du : bf16[T, H, V]               // dU
 temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
 temp dqs, dkds, dxs, dgs : f32[T, H, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
 temp dws : bf16[T, H, K]              // -dW = dU S0^T
 temp dds, dkks : f32[T, H, C]         // dD;  dKK
 temp dbs : f32[T, H]                  // dbeta w.r.t. the beta value
-temp pgs : f32[chunks, H, K]          // dgl's state term
+temp dk1s, dg1s, dgf : f32[T, H, K]   // dk and dG without the KK terms;  dG
+temp pgs, dgls : f32[chunks, H, K]    // dgl's state term;  dgl
 temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
 temp pdt : f32[chunks, H, K]          // and of ddt_bias
 
@@ -197,7 +198,7 @@ kernel dchain over (n in docs, h in H, j in V / BV) {
     store vn[c, h, j] = ub
     dob = load do[c, h, j]
     dU = load pq[c, h, :].T @ dob + load kd[c, h, :] @ (dS as bf16)
-    store du[c, h, j] = dU
+    store du[c, h, j] = dU as bf16
     dS = load gx[c, h, :][:, None] * dS + load qg[c, h, :].T @ dob - load w[c, h, :].T @ (dU as bf16)
   }
   store dh0[n, h, :, j] = dS
@@ -209,7 +210,7 @@ kernel dchain over (n in docs, h in H, j in V / BV) {
 kernel dstate over (c in chunks, h in H) threads 256 {
   S0b = load hs[c, h, :, :] as bf16
   store dqs[c, h, :] = load do[c, h, :] @ S0b.T                      // dQg
-  store dws[c, h, :] = ((load du[c, h, :] as bf16) @ S0b.T) as bf16   // -dW
+  store dws[c, h, :] = (load du[c, h, :] @ S0b.T) as bf16   // -dW
 }
 
 // dnext: the products with the state gradient dS' after the chunk
@@ -250,7 +251,7 @@ kernel dsolve over (c in chunks, h in H) threads 256 {
   KK = tril(decay_dot(kn, kn, G), -1)
   Tb = unit_lower_inv(KK * b[:, None]) as bf16
   dWb = (-load dws[c, h, :]) as bf16
-  dUb = load du[c, h, :] as bf16
+  dUb = load du[c, h, :]
   dX = Tb.T @ dWb
   dY = Tb.T @ dUb
   dT = tril(dWb @ ((kn * eg * b[:, None]) as bf16).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
@@ -294,8 +295,8 @@ kernel dqg over (c in chunks, h in H) threads 256 {
   store dgs[c, h, :] = qn * (scale * eg * dQg + dqD)
 }
 
-// dkg: k's gradient, the rest of dG, dg through the gate, dbeta
-kernel dkg over (c in chunks, h in H) threads 256 {
+// dkp: k's gradient and dG through D (as the key side), X and Kd
+kernel dkp over (c in chunks, h in H) threads 256 {
   qraw = load q[c, h, :]
   kraw = load k[c, h, :]
   if qk_norm {
@@ -307,19 +308,13 @@ kernel dkg over (c in chunks, h in H) threads 256 {
   }
   graw = load g[c, h, :]
   if gate == safe {
-    al = exp(load A_log[h])
-    z = al * (graw + load dt_bias[h, :][None, :])
-    sg = sigmoid(z)
-    gt = lower_bound * sg
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
   } else if gate == softplus {
-    al = exp(load A_log[h])
-    x = graw + load dt_bias[h, :][None, :]
-    gt = -al * softplus(x)
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
   } else {
     gt = graw
   }
-  vc = valid(c)
-  G = cumsum(where(vc[:, None], gt, 0.0), 0)
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
   if beta_logits {
     b = sigmoid(load beta[c, h])
   } else {
@@ -327,37 +322,69 @@ kernel dkg over (c in chunks, h in H) threads 256 {
   }
   eg = exp(G)
   kdec = exp(G[C - 1, :][None, :] - G)
-  dKK = load dkks[c, h, :]
   dkD = decay_mm_t(load dds[c, h, :], qn, G)
-  dkA = decay_mm(dKK, kn, G)
-  dkAt = decay_mm_t(dKK, kn, G)
-  dX = load dxs[c, h, :]
-  dKd = load dkds[c, h, :]
-  dkn = b[:, None] * eg * dX + kdec * dKd + dkD + dkA + dkAt
+  dX = load dxs[c, h, :] * b[:, None] * eg
+  dKd = load dkds[c, h, :] * kdec
+  store dk1s[c, h, :] = dX + dKd + dkD
+  store dg1s[c, h, :] = load dgs[c, h, :] + kn * (dX - dKd - dkD)
+  store dgls[c, h, :] = sum(kn * dKd, 0) + load pgs[c, h, :]
+}
+
+// dka: k's gradient and dG through KK (k on both sides)
+kernel dka over (c in chunks, h in H) threads 256 {
+  kraw = load k[c, h, :]
   if qk_norm {
     krs = rsqrt(sum(kraw * kraw, 1) + 1e-6)
+    kn = kraw * krs[:, None]
+  } else {
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  dKK = load dkks[c, h, :]
+  dkA = decay_mm(dKK, kn, G)
+  dkAt = decay_mm_t(dKK, kn, G)
+  dkn = load dk1s[c, h, :] + dkA + dkAt
+  if qk_norm {
     store dk[c, h, :] = (krs[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
   } else {
     store dk[c, h, :] = dkn as bf16
   }
-  dG = load dgs[c, h, :] + kn * (b[:, None] * eg * dX - kdec * dKd - dkD + dkA - dkAt)
-  dgl = sum(kn * kdec * dKd, 0) + load pgs[c, h, :]
-  dgt = where(vc[:, None], rcumsum(dG, 0) + dgl[None, :], 0.0)
+  store dgf[c, h, :] = load dg1s[c, h, :] + kn * (dkA - dkAt)
+}
+
+// dgate1: dg = rcumsum(dG) + dgl, then through the gate; dbeta through the sigmoid
+kernel dgate1 over (c in chunks, h in H) threads 256 {
+  dgt = where(valid(c)[:, None], rcumsum(load dgf[c, h, :], 0) + load dgls[c, h, :][None, :], 0.0)
   db = load dbs[c, h]
   if beta_logits {
+    b = sigmoid(load beta[c, h])
     store dbeta[c, h] = db * b * (1.0 - b)
   } else {
     store dbeta[c, h] = db
   }
+  graw = load g[c, h, :]
   if gate == safe {
+    al = exp(load A_log[h])
+    z = al * (graw + load dt_bias[h, :][None, :])
+    sg = sigmoid(z)
     dz = dgt * lower_bound * sg * (1.0 - sg)
     store dg[c, h, :] = al * dz
     store pda[c, h] = sum(sum(dz * z, 1), 0)
     store pdt[c, h, :] = sum(al * dz, 0)
   } else if gate == softplus {
+    al = exp(load A_log[h])
+    x = graw + load dt_bias[h, :][None, :]
     dx = -al * sigmoid(x) * dgt
     store dg[c, h, :] = dx
-    store pda[c, h] = sum(sum(dgt * gt, 1), 0)
+    store pda[c, h] = sum(sum(dgt * (-al * softplus(x)), 1), 0)
     store pdt[c, h, :] = sum(dx, 0)
   } else {
     store dg[c, h, :] = dgt
@@ -382,14 +409,14 @@ if gate != external {
 entry fwd = prep, chain
 if gate == external {
   if save == states {
-    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkg
+    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
   } else {
-    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkg
+    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
   }
 } else {
   if save == states {
-    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkg, dgate
+    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
   } else {
-    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkg, dgate
+    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
   }
 }
