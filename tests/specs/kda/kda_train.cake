@@ -120,8 +120,9 @@ temp du : bf16[T, H, V]               // dU
 temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
 temp dqs, dkds, dxs, dgs : f32[T, H, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
 temp dws : bf16[T, H, K]              // -dW = dU S0^T
-temp dds, dkks : f32[T, H, C]         // dD;  dKK
-temp dbs : f32[T, H]                  // dbeta w.r.t. the beta value
+temp dds, dkks, kks : f32[T, H, C]    // dD;  dKK;  KK
+temp xs : bf16[T, H, K]               // X
+temp dbs, dbs2 : f32[T, H]            // dbeta w.r.t. the beta value: without, with the X term
 temp dk1s, dg1s, dgf : f32[T, H, K]   // dk and dG without the KK terms;  dG
 temp pgs, dgls : f32[chunks, H, K]    // dgl's state term;  dgl
 temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
@@ -157,6 +158,46 @@ kernel prep over (c in chunks, h in H) threads 256 {
   A  = tril(decay_dot(kn, kn, G), -1) * b[:, None]
   Ti = unit_lower_inv(A) as bf16
   store w[c, h, :] = (Ti @ ((kn * eg * b[:, None]) as bf16)) as bf16
+  store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
+  gl = G[C - 1, :]
+  store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
+  store gx[c, h, :] = exp(gl)
+}
+
+// the backward's prep: the forward's, keeping KK and X for dsolve as well
+kernel bprep over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  store qg[c, h, :] = (qn * eg * scale) as bf16
+  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
+  KK = tril(decay_dot(kn, kn, G), -1)
+  store kks[c, h, :] = KK
+  Ti = unit_lower_inv(KK * b[:, None]) as bf16
+  X = (kn * eg * b[:, None]) as bf16
+  store xs[c, h, :] = X
+  store w[c, h, :] = (Ti @ X) as bf16
   store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
   gl = G[C - 1, :]
   store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
@@ -206,11 +247,12 @@ kernel dchain over (n in docs, h in H, j in V / BV) {
 
 // The chunk-parallel rest, in stages small enough for one thread block's
 // shared memory each; what one stage hands the next is in f32 temps.
-// dstate: the products with the start state S0
+// dstate: the products with the start state S0, and dD
 kernel dstate over (c in chunks, h in H) threads 256 {
   S0b = load hs[c, h, :, :] as bf16
   store dqs[c, h, :] = load do[c, h, :] @ S0b.T                      // dQg
   store dws[c, h, :] = (load du[c, h, :] @ S0b.T) as bf16   // -dW
+  store dds[c, h, :] = tril(load do[c, h, :] @ (load vn[c, h, :]).T) * scale  // dD
 }
 
 // dnext: the products with the state gradient dS' after the chunk
@@ -222,44 +264,24 @@ kernel dnext over (c in chunks, h in H) threads 256 {
 
 // dsolve: through the solve (W = T X, U~ = T Y) and the output's D
 kernel dsolve over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
-  if qk_norm {
-    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
-    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
-  } else {
-    qn = qraw as f32
-    kn = kraw as f32
-  }
-  graw = load g[c, h, :]
-  if gate == safe {
-    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
-  } else if gate == softplus {
-    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
-  } else {
-    gt = graw
-  }
-  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
   if beta_logits {
     b = sigmoid(load beta[c, h])
   } else {
     b = load beta[c, h] as f32
   }
-  eg = exp(G)
   vv = load v[c, h, :]
-  store dds[c, h, :] = tril(load do[c, h, :] @ (load vn[c, h, :]).T) * scale
-  KK = tril(decay_dot(kn, kn, G), -1)
+  KK = load kks[c, h, :]
   Tb = unit_lower_inv(KK * b[:, None]) as bf16
   dWb = (-load dws[c, h, :]) as bf16
   dUb = load du[c, h, :]
   dX = Tb.T @ dWb
   dY = Tb.T @ dUb
-  dT = tril(dWb @ ((kn * eg * b[:, None]) as bf16).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
+  dT = tril(dWb @ (load xs[c, h, :]).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
   dA = -tril(Tb.T @ ((dT as bf16) @ Tb.T) as bf16, -1)
   store dkks[c, h, :] = dA * b[:, None]
   store dxs[c, h, :] = dX
   store dv[c, h, :] = (dY * b[:, None]) as bf16
-  store dbs[c, h] = sum(dY * vv, 1) + sum(dX * kn * eg, 1) + sum(dA * KK, 1)
+  store dbs[c, h] = sum(dY * vv, 1) + sum(dA * KK, 1)
 }
 
 // dqg: q's gradient, and the parts of dG that carry q
@@ -323,7 +345,9 @@ kernel dkp over (c in chunks, h in H) threads 256 {
   eg = exp(G)
   kdec = exp(G[C - 1, :][None, :] - G)
   dkD = decay_mm_t(load dds[c, h, :], qn, G)
-  dX = load dxs[c, h, :] * b[:, None] * eg
+  dXe = load dxs[c, h, :] * eg
+  store dbs2[c, h] = load dbs[c, h] + sum(dXe * kn, 1)
+  dX = dXe * b[:, None]
   dKd = load dkds[c, h, :] * kdec
   store dk1s[c, h, :] = dX + dKd + dkD
   store dg1s[c, h, :] = load dgs[c, h, :] + kn * (dX - dKd - dkD)
@@ -363,7 +387,7 @@ kernel dka over (c in chunks, h in H) threads 256 {
 // dgate1: dg = rcumsum(dG) + dgl, then through the gate; dbeta through the sigmoid
 kernel dgate1 over (c in chunks, h in H) threads 256 {
   dgt = where(valid(c)[:, None], rcumsum(load dgf[c, h, :], 0) + load dgls[c, h, :][None, :], 0.0)
-  db = load dbs[c, h]
+  db = load dbs2[c, h]
   if beta_logits {
     b = sigmoid(load beta[c, h])
     store dbeta[c, h] = db * b * (1.0 - b)
@@ -409,14 +433,14 @@ if gate != external {
 entry fwd = prep, chain
 if gate == external {
   if save == states {
-    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
   } else {
-    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
   }
 } else {
   if save == states {
-    entry bwd = prep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
   } else {
-    entry bwd = prep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
   }
 }
