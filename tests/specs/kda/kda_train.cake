@@ -48,12 +48,29 @@
 // dA_log and ddt_bias sum over every token of every document: each chunk
 // writes its partial sums, and one kernel per head adds them in chunk order.
 //
-// Stages. fwd: prep (chunk-parallel), chain (state pass, writes o, ht and,
-// with save = states, every chunk's start state). bwd: prep again;
-// states (save = ckpt: the state pass again, writing the start states
-// instead of the output); dchain (reverse state pass: U, dU and the state
-// gradient after every chunk, dh0); dlocal (chunk-parallel: everything
-// above from S0, dS', U, dU); dgate (per head: dA_log, ddt_bias).
+// Stages. fwd = prep (chunk-parallel), chain (the state pass over each
+// document's chunks, parallel over heads and V blocks: o, ht and, with
+// save = states, every chunk's start state). bwd =
+//   bprep    prep again, also keeping KK and X
+//   states   (save = ckpt) the state pass again, writing the start states
+//   dchain   the reverse state pass: U, dU, the state gradient after every
+//            chunk, dh0
+//   dstate   dQg = dO S0^T, -dW = dU S0^T, dD          (chunk-parallel from here)
+//   dnext    dKd = U dS'^T, dgl's state term
+//   dsolve   dX, dY, dT, dA -> dKK, dv, dbeta's Y and KK terms
+//   dqg      dq (through the L2 norm), dG's q terms
+//   dkp      dk's D, X and Kd terms, dG's matching terms, dgl, dbeta's X term
+//   dka      dk's KK terms (through the L2 norm), the whole dG
+//   dgate1   dg = rcumsum(dG) + dgl through the gate, dbeta through the
+//            sigmoid, per-chunk partial sums of dA_log and ddt_bias
+//   dgate    (in-kernel gates) per head: those partial sums, added in chunk
+//            order over the whole sequence
+// Each chunk-parallel stage fits one thread block's shared memory; the
+// stages hand on temps (workspace, per token and head: 6536 B of per-token
+// tensors, plus the per-chunk ones, about 2.1 KB with save = ckpt (the start
+// states and their gradients) and 1.1 KB with save = states).
+// No sum depends on the order blocks run in: the result is bitwise
+// repeatable.
 //
 // Options: gate, qk_norm, beta_logits as in kda_fwd.cake; save:
 //   ckpt    the forward keeps nothing for the backward (0 B), which
