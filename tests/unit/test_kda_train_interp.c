@@ -240,11 +240,18 @@ static void safe_no_norm_logits(void **st) {
   run_case(&c);
 }
 
+static void safe_norm_beta_values(void **st) {
+  Case c = {"safe, norm, beta values, h0, docs 63/7", "safe", "true", "false", KDA_GATE_SAFE, 70, 2, 2,
+            {0, 63, 70}, 1, 0, 0, 0, 0, "states"};
+  run_case(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(safe_gate_h0_dht_both_modes), cmocka_unit_test(safe_gate_at_lower_bound),
       cmocka_unit_test(softplus_gate_strong_decay),  cmocka_unit_test(softplus_no_norm_beta_values),
       cmocka_unit_test(external_gate_both_modes),    cmocka_unit_test(safe_no_norm_logits),
+      cmocka_unit_test(safe_norm_beta_values),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
