@@ -238,12 +238,14 @@ kernel chain over (n in docs, h in H, j in V / BV) {
 
 // the state pass of the backward in ckpt mode: the same carried state, bit
 // for bit, but only the start states are written
-kernel states over (n in docs, h in H, j in V / BV) {
-  S = load h0[n, h, :, j] or 0
-  for c in chunks(n) carry S {
-    store hs[c, h, :, j] = S
-    ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
-    S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+if save == ckpt {
+  kernel states over (n in docs, h in H, j in V / BV) {
+    S = load h0[n, h, :, j] or 0
+    for c in chunks(n) carry S {
+      store hs[c, h, :, j] = S
+      ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
+      S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+    }
   }
 }
 
