@@ -13,13 +13,7 @@ cd "$(dirname "$0")/.."
 out="${CAKE_OUT:-/tmp/cake-out}"
 
 # the package each GPU test runs on
-package_of() {
-  case "$1" in
-    test_ops) echo .carry/ops/package ;;
-    test_kda_train) echo .carry/train/package ;; # tests/specs: not yet in the shipped package
-    *) echo .carry/package ;;
-  esac
-}
+package_of() { [ "$1" = test_ops ] && echo .carry/ops/package || echo .carry/package; }
 
 case "${1:-}" in
   prepare)
@@ -31,7 +25,6 @@ case "${1:-}" in
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
-    build/bin/cakec tests/specs/kda/kda_train.cake --arch=sm_90a -o .carry/train/package
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
     du -sh .carry

@@ -1,4 +1,4 @@
-/* test_kda_train.c - the KDA training program (tests/specs/kda/kda_train.cake)
+/* test_kda_train.c - the KDA training program (specs/kda/kda_train.cake)
  * on the GPU against the float64 recurrence and its backward: entries fwd and
  * bwd through the generic runtime API, fresh random inputs (seed printed),
  * outputs poisoned with NaN before each launch, fla's error metric
@@ -6,8 +6,7 @@
  * (o, ht 0.005; dq, dk, dv, dh0 0.008; dg, dbeta, dA_log, ddt_bias 0.02), and
  * a second bwd launch compared bit for bit.
  *
- * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick]
- * (PACKAGE_DIR: cakec tests/specs/kda/kda_train.cake --arch=... -o DIR) */
+ * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* test_kda_train_interp.c - the KDA training program
- * (tests/specs/kda/kda_train.cake), run by the CPU interpreter, against the
+ * (specs/kda/kda_train.cake), run by the CPU interpreter, against the
  * float64 recurrence and its exact backward (tests/ref): entries fwd (o, ht)
  * and bwd (dq, dk, dv, dg, dbeta, dA_log, ddt_bias, dh0) on small problems:
  * several packings with partial chunks and a one-token document, h0 and an
@@ -32,7 +32,7 @@ static int setup(void **st) {
   diag_init(&g_diag, 20);
   Buf text;
   buf_init(&text);
-  if (buf_read_file(&text, CAKE_SOURCE_DIR "/tests/specs/kda/kda_train.cake")) return -1;
+  if (buf_read_file(&text, CAKE_SOURCE_DIR "/specs/kda/kda_train.cake")) return -1;
   Source *src = arena_alloc(&g_arena, sizeof(Source));
   *src = (Source){"kda_train.cake", arena_strndup(&g_arena, text.data, text.len), text.len};
   buf_free(&text);
