@@ -102,7 +102,10 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
       continue;
     }
     if (in->op == OP_FOR) {
-      buf_printf(o, "for over chunks of doc %%%d%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
+      if (in->all_chunks)
+        buf_printf(o, "for over all %%%d chunks%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
+      else
+        buf_printf(o, "for over chunks of doc %%%d%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
       for (int j = 1; j < in->nargs; j++) buf_printf(o, "%s%%%d", j > 1 ? ", " : "", in->args[j]->id);
       buf_printf(o, ") #%d {\n", in->id);
       dump_block(o, p, k, in->body, indent + 2);

@@ -93,6 +93,7 @@ typedef struct CirInst {
   int dim;                  /* DIMVAL: index into dims */
   CirBlock *body;           /* FOR */
   int reverse;              /* FOR */
+  int all_chunks;           /* FOR: every chunk of every document; args[0] is then the chunk count */
   struct CirInst *parent;   /* CARRY, CHUNKVAR, YIELD: their FOR; FORRES: its FOR */
   int nuses;
   int depth;   /* the longest chain of operands below it (sema keeps it <= CAKE_MAX_EXPR_DEPTH) */

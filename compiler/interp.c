@@ -286,7 +286,7 @@ static void exec_for(Interp *I, const CirInst *f) {
     carry[i].v = cake_xmalloc(sizeof(double) * (size_t)numel(init->ty));
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
   }
-  long long lo = I->doc_first[n], hi = I->doc_first[n + 1];
+  long long lo = f->all_chunks ? 0 : I->doc_first[n], hi = f->all_chunks ? n : I->doc_first[n + 1];
   const CirBlock *body = f->body;
   for (long long step = 0; step < hi - lo && !I->failed; step++) {
     long long c = f->reverse ? hi - 1 - step : lo + step;
@@ -317,6 +317,24 @@ static void exec_for(Interp *I, const CirInst *f) {
     at += (size_t)numel(carry[i].ty);
     free(carry[i].v);
   }
+}
+
+/* decay_mm(m, b, g)[r, :] = sum_{j <= r} m[r, j] b[j, :] exp(g[r, :] - g[j, :]);
+ * decay_mm_t(m, a, g)[j, :] = sum_{r >= j} m[r, j] a[r, :] exp(g[r, :] - g[j, :]).
+ * Both read only the lower triangle of m, and sum in ascending index order. */
+static void exec_decay_mm(Interp *I, const CirInst *in) {
+  const Tile *m = val(I, in->args[0]), *x = val(I, in->args[1]), *g = val(I, in->args[2]);
+  Tile *t = def(I, in);
+  int n = in->ty.shape[0], K = in->ty.shape[1];
+  for (int i = 0; i < n; i++)
+    for (int c = 0; c < K; c++) {
+      double acc = 0;
+      if (in->op == OP_DECAY_MM)
+        for (int j = 0; j <= i; j++) acc += m->v[i * n + j] * x->v[j * K + c] * exp(g->v[i * K + c] - g->v[j * K + c]);
+      else
+        for (int r = i; r < n; r++) acc += m->v[r * n + i] * x->v[r * K + c] * exp(g->v[r * K + c] - g->v[i * K + c]);
+      t->v[i * K + c] = acc;
+    }
 }
 
 static void exec_inst(Interp *I, const CirInst *in) {
@@ -486,6 +504,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
         }
       return;
     }
+    case OK_DECAY_MM: exec_decay_mm(I, in); return;
     case OK_CONTROL:
       if (in->op == OP_FOR) exec_for(I, in);
       else if (in->op == OP_FORRES) {

@@ -71,6 +71,10 @@
     "unit_lower_inv(a): (I + tril(a, -1))^-1 for square f32 a -> f32")                           \
   X(DECAY_DOT, "decay_dot", OK_DECAY, 3,                                                         \
     "decay_dot(a, b, g): [C, K] x3 -> f32[C, C], r >= j: sum_c a[r,c] b[j,c] exp(g[r,c]-g[j,c]), else 0") \
+  X(DECAY_MM, "decay_mm", OK_DECAY_MM, 3,                                                        \
+    "decay_mm(m, b, g): f32[C, C], [C, K] x2 -> f32[C, K]: sum_{j<=r} m[r,j] b[j,:] exp(g[r,:]-g[j,:])") \
+  X(DECAY_MM_T, "decay_mm_t", OK_DECAY_MM, 3,                                                    \
+    "decay_mm_t(m, a, g): f32[C, C], [C, K] x2 -> f32[C, K]: sum_{r>=j} m[r,j] a[r,:] exp(g[r,:]-g[j,:])") \
   /* control */                                                                                  \
   X(FOR, "for", OK_CONTROL, -1, "scan over a document's chunks with carried values")             \
   X(YIELD, "yield", OK_CONTROL, -1, "the carried values at the end of one scan step")            \
@@ -94,6 +98,7 @@ typedef enum {
   OK_DOT,
   OK_SOLVE,
   OK_DECAY,
+  OK_DECAY_MM, /* the decayed products' gradients: decay_mm, decay_mm_t */
   OK_CONTROL,
 } OpKind;
 

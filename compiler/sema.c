@@ -757,6 +757,36 @@ static int call_axis(Sema *s, const Expr *e, CirInst *x, int *axis) {
   return 1;
 }
 
+/* decay_mm(m, b, g) / decay_mm_t(m, a, g): m a square float [C, C] tile (only
+ * its lower triangle, diagonal included, is read), the other two float tiles
+ * of one shape [C, K] -> f32[C, K]. */
+static CirInst *decay_mm_call(Sema *s, const Expr *e, int op, CirInst **x) {
+  Loc loc = e->loc;
+  char ti[64];
+  for (int i = 0; i < 3; i++) {
+    if (x[i]->ty.rank != 2 || !is_float(x[i]->ty.dt)) {
+      shape_str(ti, sizeof ti, x[i]->ty);
+      ERR(((Expr *)e->args.items[i])->loc, "%s argument %d must be a rank-2 float tile, got %s", e->name, i + 1, ti);
+      return poison(s, loc);
+    }
+  }
+  int c = x[1]->ty.shape[0], kk = x[1]->ty.shape[1];
+  if (x[0]->ty.shape[0] != c || x[0]->ty.shape[1] != c) {
+    shape_str(ti, sizeof ti, x[0]->ty);
+    ERR(((Expr *)e->args.items[0])->loc, "%s argument 1 must be [%d, %d] (square, a row per row of argument 2), got %s",
+        e->name, c, c, ti);
+    return poison(s, loc);
+  }
+  if (x[2]->ty.shape[0] != c || x[2]->ty.shape[1] != kk) {
+    char t1[64];
+    shape_str(ti, sizeof ti, x[2]->ty);
+    shape_str(t1, sizeof t1, x[1]->ty);
+    ERR(((Expr *)e->args.items[2])->loc, "shape mismatch in %s: argument 3 is %s, argument 2 is %s", e->name, ti, t1);
+    return poison(s, loc);
+  }
+  return emit(s, op, ty2(DT_F32, c, kk), loc, 3, x[0], x[1], x[2]);
+}
+
 static CirInst *call_expr(Sema *s, const Expr *e) {
   int op = op_by_call_name(e->name);
   if (op < 0) {
@@ -879,6 +909,7 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
       int c = x[0]->ty.shape[0];
       return emit(s, op, ty2(DT_F32, c, c), loc, 3, x[0], x[1], x[2]);
     }
+    case OK_DECAY_MM: return decay_mm_call(s, e, op, x);
     default: break;
   }
   cake_die("unhandled builtin kind for '%s'", e->name);
@@ -1008,6 +1039,35 @@ static void assign_stmt(Sema *s, const Stmt *st) {
   bind(s, st->name, v, st->name_loc);
 }
 
+/* Does value v depend on grid axis `axis` of the kernel? A scan's chunk
+ * index depends on the document its scan walks. */
+static int depends_on_axis(const CirInst *v, int axis, int depth) {
+  if (!v || depth > 64) return 0;
+  if (v->op == OP_GRIDVAR) return v->axis == axis;
+  if (v->op == OP_CHUNKVAR) return v->parent && !v->parent->all_chunks && depends_on_axis(v->parent->args[0], axis, depth + 1);
+  for (int i = 0; i < v->nargs; i++)
+    if (depends_on_axis(v->args[i], axis, depth + 1)) return 1;
+  return 0;
+}
+
+/* One owner per output element: a store whose window does not move with a
+ * grid axis would be written by every instance along it, and what stays
+ * would depend on their order. Cake has no atomics; a sum over grid points
+ * goes through a tensor with one entry per point and a scan over it. */
+static void check_store_owner(Sema *s, const CirInst *in, Loc loc) {
+  for (int a = 0; a < s->k->naxes; a++) {
+    int dep = 0;
+    for (int i = 0; i < in->tensor->rank && !dep; i++)
+      if (in->index[i].kind != IX_FULL) dep = depends_on_axis(in->index[i].v, a, 0);
+    const CirAxis *ax = &s->k->axes[a];
+    if (dep || (ax->kind == GA_RANGE && ax->extent.sym < 0 && ax->extent.value == 1)) continue; /* one instance */
+    ERR(loc, "every instance of grid axis '%s' writes this window of '%s', so the result would depend on their "
+             "order; index the store by '%s' (there are no atomics: to sum over '%s', store one partial result per "
+             "index and add them in a scan)",
+        ax->var, in->tensor->name, ax->var, ax->var);
+  }
+}
+
 static void store_stmt(Sema *s, const Stmt *st) {
   const Expr *t = st->target;
   CirInst *v = expr(s, st->value);
@@ -1036,9 +1096,31 @@ static void store_stmt(Sema *s, const Stmt *st) {
     ERR(st->value->loc, "shape mismatch: the window of '%s' is %s, the stored value is %s", ten->name, t1, t2);
     return;
   }
+  check_store_owner(s, in, t->loc);
   in->args[0] = v;
   in->ty = ty;
   cir_block_push(s->a, s->cur, in);
+}
+
+/* A scan over every chunk of every document (`for c in chunks carry ...`)
+ * walks them in the chunk table's order; its FOR takes the chunk count. It
+ * serves reductions over the whole sequence, so a grid over chunks or docs
+ * around it would only repeat the same walk. */
+static CirInst *all_chunks_count(Sema *s, const Stmt *st) {
+  if (s->p->chunks_dim < 0) {
+    ERR(st->doc_loc, "a scan over all chunks needs a `sequence` declaration");
+    return NULL;
+  }
+  for (int i = 0; i < s->k->naxes; i++)
+    if (s->k->axes[i].kind != GA_RANGE) {
+      ERR(st->doc_loc, "a scan over all chunks walks the whole sequence, so its kernel cannot have a grid axis "
+                       "over %s ('%s')",
+          s->k->axes[i].kind == GA_CHUNKS ? "chunks" : "docs", s->k->axes[i].var);
+      return NULL;
+    }
+  CirInst *n = emit(s, OP_DIMVAL, ty0(DT_I32), st->doc_loc, 0);
+  n->dim = s->p->chunks_dim;
+  return n;
 }
 
 static void for_stmt(Sema *s, const Stmt *st) {
@@ -1046,15 +1128,23 @@ static void for_stmt(Sema *s, const Stmt *st) {
     ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
     return;
   }
-  Binding *db = lookup(s, st->doc);
-  if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
-    ERR(st->doc_loc, "'%s' is not a grid index over docs; a scan walks the chunks of one document, "
-                     "so the kernel needs an axis like `n in docs`", st->doc);
-    return;
+  CirInst *first = NULL;
+  if (st->doc) {
+    Binding *db = lookup(s, st->doc);
+    if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
+      ERR(st->doc_loc, "'%s' is not a grid index over docs; a scan walks the chunks of one document, "
+                       "so the kernel needs an axis like `n in docs`", st->doc);
+      return;
+    }
+    first = db->v;
+  } else {
+    first = all_chunks_count(s, st);
+    if (!first) return;
   }
   int nc = st->carries.len;
   CirInst *f = cir_inst_new(s->a, s->p, OP_FOR, ty0(DT_NONE), st->loc, nc + 1);
-  f->args[0] = db->v;
+  f->args[0] = first;
+  f->all_chunks = st->doc == NULL;
   f->reverse = st->reverse;
   f->body = arena_alloc(s->a, sizeof(CirBlock));
   Binding *carry_b[CAKE_MAX_CARRIES];

@@ -71,7 +71,7 @@ struct Stmt {
   Loc name_loc;
   Expr *target;      /* S_STORE */
   Expr *value;
-  const char *doc;   /* S_FOR */
+  const char *doc;   /* S_FOR: the document index, or NULL: every chunk of every document */
   Loc doc_loc;
   int reverse;
   PtrVec carries;    /* S_FOR: Ident* */

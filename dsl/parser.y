@@ -141,6 +141,7 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %type <decl> if_decl
 %type <axis> axis
 %type <ival> role opt_optional opt_reverse
+%type <text> option_name
 
 %left OR
 %left OROR
@@ -210,13 +211,20 @@ decl
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->names = $4;
     }
-  | OPTION IDENT '=' IDENT IN '(' ident_list ')' {
+  | OPTION option_name '=' IDENT IN '(' ident_list ')' {
       $$ = NEW(Decl); $$->kind = D_OPTION; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)};
       $$->value = mk_expr(pc, E_NAME, L(@4)); $$->value->name = $4;
       $$->names = $7;
     }
   | if_decl { $$ = $1; }
+  ;
+
+/* option_name := name | "save" (a role keyword that also names the usual
+ * option choosing what a forward keeps for its backward) */
+option_name
+  : IDENT  { $$ = $1; }
+  | SAVE   { $$ = "save"; }
   ;
 
 /* if_decl := "if" expr "{" decl* "}" ["else" (if_decl | "{" decl* "}")] */
@@ -293,7 +301,7 @@ stmts
 
 /* stmt := name "=" expr
  *       | "store" name "[" indices "]" "=" expr
- *       | "for" name "in" ["reverse"] "chunks" "(" name ")" ["carry" names] "{" stmt* "}" */
+ *       | "for" name "in" ["reverse"] "chunks" ["(" name ")"] ["carry" names] "{" stmt* "}" */
 stmt
   : IDENT '=' expr {
       $$ = NEW(Stmt); $$->kind = S_ASSIGN; $$->loc = L(@1);
@@ -311,6 +319,12 @@ stmt
       $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
       $$->doc = $7; $$->doc_loc = L(@7); $$->carries = $9; $$->body = $11;
       $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
+    }
+  | FOR IDENT IN opt_reverse CHUNKS opt_carry '{' stmts '}' {
+      /* every chunk of every document, in order */
+      $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
+      $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
+      $$->doc = NULL; $$->doc_loc = L(@5); $$->carries = $6; $$->body = $8;
     }
   | if_stmt { $$ = $1; }
   ;
@@ -386,6 +400,7 @@ primary
   : INT    { $$ = mk_number(pc, E_INT, $1, L(@1)); }
   | FLOAT  { $$ = mk_number(pc, E_FLOAT, $1, L(@1)); }
   | IDENT  { $$ = mk_expr(pc, E_NAME, L(@1)); $$->name = $1; }
+  | SAVE   { $$ = mk_expr(pc, E_NAME, L(@1)); $$->name = "save"; } /* the option `save` in a condition */
   | '(' expr ')'  { $$ = $2; }
   | LOAD IDENT '[' index_list ']' {
       $$ = mk_expr(pc, E_LOAD, L(@2)); $$->name = $2; $$->args = $4;

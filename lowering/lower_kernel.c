@@ -105,11 +105,17 @@ static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
 
 static void emit_for(LK *L, const CirInst *f) {
   Mlb *b = &L->b;
-  MlirValue doc = eval_scalar(L, f->args[0]);
-  MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
-  MlirValue d64 = mlb_cast(b, "arith.extsi", doc, b->i64);
-  MlirValue lo = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
-  MlirValue hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, mlb_add(b, d64, mlb_i64(b, 1)), mlb_i64(b, 4))), 4);
+  MlirValue lo, hi;
+  if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
+    lo = mlb_i32(b, 0);
+    hi = eval_scalar(L, f->args[0]);
+  } else { /* one document's chunks, from the document table */
+    MlirValue doc = eval_scalar(L, f->args[0]);
+    MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
+    MlirValue d64 = mlb_cast(b, "arith.extsi", doc, b->i64);
+    lo = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
+    hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, mlb_add(b, d64, mlb_i64(b, 1)), mlb_i64(b, 4))), 4);
+  }
   const CirBlock *body = f->body;
   /* initial values into buffer 0 of each carry */
   for (int i = 0; i < body->len; i++) {
@@ -254,6 +260,7 @@ static void emit_inst(LK *L, const CirInst *in) {
     case OK_SCAN: lower_scan(L, in); break;
     case OK_SOLVE: lower_solve(L, in); break;
     case OK_DECAY: lower_decay(L, in); break;
+    case OK_DECAY_MM: lower_decay_mm(L, in); break;
     default: materialize_to(L, in, mlb_i32(&L->b, h->offset), h->sdt, h->stride, 1); break;
   }
   mlb_barrier(&L->b);

@@ -109,7 +109,8 @@ static void choose_homes(LK *L, const CirBlock *b) {
       case OP_FORRES: h->kind = H_SMEM; continue; /* aliases the carry, set after the scan */
       default: break;
     }
-    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_SCAN || kind == OK_REDUCE) {
+    if (kind == OK_DOT || kind == OK_SOLVE || kind == OK_DECAY || kind == OK_DECAY_MM || kind == OK_SCAN ||
+        kind == OK_REDUCE) {
       set_smem(h, in->ty.dt, R, C);
       continue;
     }
@@ -255,6 +256,13 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       h->stage_dt[j] = in->args[j]->ty.dt;
       h->stage_stride[j] = storage_stride(h->stage_dt[j], cols_of(src->ty));
       add_buf(v, n, cap, p, p, rows_of(src->ty) * h->stage_stride[j] * 2, &h->stage_off[j]);
+    }
+  } else if (kind == OK_DECAY_MM) { /* operands read at random places: f32 copies unless cheap or stored */
+    for (int j = 0; j < in->nargs; j++) {
+      if (!needs_f32_stage(L, in->args[j])) continue;
+      h->stage_dt[j] = DT_F32;
+      h->stage_stride[j] = storage_stride(DT_F32, cols_of(in->args[j]->ty));
+      add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * 4, &h->stage_off[j]);
     }
   } else if (kind == OK_SOLVE || kind == OK_DECAY) {
     for (int j = 0; j < in->nargs; j++) {

@@ -19,6 +19,9 @@ out dots  : f32[T, H, C]
 out ints  : i32[T, H, D]
 out state : f32[N, H, D]
 out trace : f32[T, H, D]
+out grads : f32[T, H, D]
+out total : f32[H, D]
+temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
   a = load x[c, h, :]
@@ -41,6 +44,11 @@ kernel elementwise over (c in chunks, h in H) {
   mh = (load xh[c, h, :]) @ (load xh[c, h, :]).T
   store dots[c, h, :] = tril(m, -2) + triu(mh, 1) + tril((m as bf16) @ (((b as bf16) @ (a as bf16).T) as bf16), 0) * 0.001
   ia = (a * 10.0) as i32
+  // decay_dot's gradients, on a non-increasing log-decay
+  gd = cumsum(-abs(b) * 0.25, 0)
+  md = tril((a as bf16) @ (b as bf16).T) * 0.125
+  store grads[c, h, :] = decay_mm(md, b, gd) - decay_mm_t(md, a, gd)
+  store part[c, h, :] = sum(a, 0)
   // i32 division and remainder by zero (ia % 3 and ia % 4 are often 0), a
   // float -> i32 conversion that saturates (|a| >= 1/32), INT32_MIN / -1,
   // and wrapping sums: the interpreter's results exactly
@@ -60,4 +68,13 @@ kernel scans over (n in docs, h in H) {
   store state[n, h, :] = S + Z
 }
 
-entry run = elementwise, scans
+// the per-chunk sums of every document, added in chunk order
+kernel totals over (h in H) {
+  S = load w[h, :] * 0.0
+  for c in chunks carry S {
+    S = S + load part[c, h, :]
+  }
+  store total[h, :] = S
+}
+
+entry run = elementwise, scans, totals

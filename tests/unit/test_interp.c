@@ -241,6 +241,76 @@ static void integer_and_special_values(void **st) {
     assert_true(out[7][C + c] > 0);                          /* no cut-off: e^-100 is not 0 */
   }
   assert_true(isnan(am[2]) && am[1] == 100);
+/* sum_{r >= j} M[r,j] sum_c a[r,c] b[j,c] exp(G[r,c] - G[j,c]) in double */
+static double decay_loss(int n, int K, const double *M, const double *a, const double *b, const double *G) {
+  double L = 0;
+  for (int r = 0; r < n; r++)
+    for (int j = 0; j <= r; j++)
+      for (int c = 0; c < K; c++) L += M[r * n + j] * a[r * K + c] * b[j * K + c] * exp(G[r * K + c] - G[j * K + c]);
+  return L;
+}
+
+/* decay_mm and decay_mm_t are the gradients of decay_dot: with
+ * L = sum(M * decay_dot(a, b, G)), dL/da = decay_mm(M, b, G),
+ * dL/db = decay_mm_t(M, a, G), dL/dG = a * dL/da - b * dL/db; checked
+ * against central differences of L. Also a scan over every chunk sums in
+ * chunk order across documents. */
+static void decay_gradients(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T, N\nconst C = 16, K = 8\nsequence T, docs N, chunk C\n"
+      "in a, b, g : f32[T, K]\nin m : f32[T, C]\n"
+      "out da, db, dg : f32[T, K]\nout tot : f32[1, K]\ntemp part : f32[chunks, K]\n"
+      "kernel k over (c in chunks) {\n"
+      "  x = load a[c, :]\n  y = load b[c, :]\n  G = load g[c, :]\n  M = load m[c, :]\n"
+      "  ga = decay_mm(M, y, G)\n  gb = decay_mm_t(M, x, G)\n"
+      "  store da[c, :] = ga\n  store db[c, :] = gb\n  store dg[c, :] = x * ga - y * gb\n"
+      "  store part[c, :] = sum(ga, 0)\n"
+      "}\n"
+      "kernel s over (i in 1) {\n"
+      "  S = load part[0, :] * 0.0\n"
+      "  for c in chunks carry S {\n    S = S + load part[c, :]\n  }\n"
+      "  store tot[i, :] = S\n"
+      "}\nentry fwd = k, s\n");
+  enum { C = 16, K = 8, T = 40 }; /* documents of 20 and 20 tokens: chunks 16+4, 16+4 */
+  long long cu[3] = {0, 20, 40};
+  double a[T * K], b[T * K], g[T * K], m[T * C], out[3][T * K], tot[K];
+  for (int i = 0; i < T * K; i++) a[i] = urand() - 0.5, b[i] = urand() - 0.5;
+  for (int i = 0; i < T * C; i++) m[i] = urand() - 0.5;
+  /* G non-increasing down each chunk (the tensor is read per chunk) */
+  for (int t = 0; t < T; t++)
+    for (int c = 0; c < K; c++) g[t * K + c] = (t > 0 && t != 16 && t != 20 && t != 36 ? g[(t - 1) * K + c] : 0) - urand();
+  long long dims[3] = {T, 2, 0};
+  double *part = calloc(4 * K, 8);
+  double *tensors[10] = {a, b, g, m, out[0], out[1], out[2], tot, part};
+  InterpArgs args = {dims, cu, 2, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  /* the chunks: [0,16) [16,20) [20,36) [36,40) */
+  int starts[4] = {0, 16, 20, 36}, lens[4] = {16, 4, 16, 4};
+  double want_tot[K] = {0};
+  for (int ch = 0; ch < 4; ch++) {
+    int s0 = starts[ch], n = lens[ch];
+    double Mc[C * C] = {0}, ac[C * K], bc[C * K], Gc[C * K];
+    for (int r = 0; r < n; r++)
+      for (int j = 0; j < n; j++) Mc[r * n + j] = cake_round_f32(m[(s0 + r) * C + j]);
+    for (int i = 0; i < n * K; i++)
+      ac[i] = cake_round_f32(a[s0 * K + i]), bc[i] = cake_round_f32(b[s0 * K + i]), Gc[i] = cake_round_f32(g[s0 * K + i]);
+    double *xs[3] = {ac, bc, Gc};
+    for (int w = 0; w < 3; w++)
+      for (int i = 0; i < n * K; i++) {
+        double keep = xs[w][i], h = 1e-5;
+        xs[w][i] = keep + h;
+        double lp = decay_loss(n, K, Mc, ac, bc, Gc);
+        xs[w][i] = keep - h;
+        double lm = decay_loss(n, K, Mc, ac, bc, Gc);
+        xs[w][i] = keep;
+        double fd = (lp - lm) / (2 * h), got = out[w][s0 * K + i];
+        assert_true(fabs(got - cake_round_f32(fd)) <= 1e-6 * (1 + fabs(fd)));
+      }
+    for (int i = 0; i < n * K; i++) want_tot[i % K] += cake_round_f32(out[0][s0 * K + i]);
+  }
+  for (int c = 0; c < K; c++) assert_true(fabs(tot[c] - want_tot[c]) <= 1e-5 * (1 + fabs(want_tot[c])));
+  free(part);
 }
 
 int main(void) {
@@ -248,6 +318,7 @@ int main(void) {
       cmocka_unit_test(rounding),
       cmocka_unit_test(integer_and_special_values),
       cmocka_unit_test(ops_on_a_chunk),
+      cmocka_unit_test(decay_gradients),
       cmocka_unit_test(scan_over_documents),
       cmocka_unit_test(first_program_matches_reference),
   };

@@ -1,0 +1,221 @@
+/* test_kda_train.c - the KDA training program (specs/kda/kda_train.cake)
+ * on the GPU against the float64 recurrence and its backward: entries fwd and
+ * bwd through the generic runtime API, fresh random inputs (seed printed),
+ * outputs poisoned with NaN before each launch, fla's error metric
+ * RMS(x - ref) / RMS(ref) with the thresholds of the interpreter test
+ * (o, ht 0.005; dq, dk, dv, dh0 0.008; dg, dbeta, dA_log, ddt_bias 0.02), and
+ * a second bwd launch compared bit for bit.
+ *
+ * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "ref_kda.h"
+
+enum { K = 128, V = 128, NOUT = 10 };
+
+typedef struct Shape {
+  const char *name;
+  const char *gate, *save;
+  int qk_norm, beta_logits;
+  int64_t T, H;
+  int ndocs; /* 0: one document */
+  const int32_t *cu;
+  int with_h0, with_dht;
+} Shape;
+
+static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
+  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
+  return t;
+}
+
+static CUdeviceptr upload(const void *host, size_t bytes) {
+  CUdeviceptr p = gpu_alloc(bytes ? bytes : 4);
+  if (bytes) CK(cuMemcpyHtoD(p, host, bytes));
+  return p;
+}
+
+static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
+  int64_t T = sh->T, H = sh->H, N = sh->ndocs ? sh->ndocs : 1;
+  const int32_t *cu = sh->ndocs ? sh->cu : NULL;
+  int external = !strcmp(sh->gate, "external");
+  KdaOptions ko = {!strcmp(sh->gate, "safe") ? KDA_GATE_SAFE : external ? KDA_GATE_EXTERNAL : KDA_GATE_SOFTPLUS,
+                   sh->qk_norm, sh->beta_logits, 1.0 / sqrt(K), -5.0};
+  size_t nq = (size_t)(T * H * K), nb = (size_t)(T * H), ns = (size_t)(N * H * K * V);
+  uint16_t *hq = malloc(nq * 2), *hk = malloc(nq * 2), *hv = malloc(nq * 2), *hg16 = malloc(nq * 2);
+  uint16_t *hb = malloc(nb * 2), *hdo = malloc(nq * 2);
+  float *hg32 = malloc(nq * 4), *hA = malloc((size_t)H * 4), *hdt = malloc((size_t)(H * K) * 4);
+  float *hh0 = malloc(ns * 4), *hdht = malloc(ns * 4);
+  double *q = malloc(nq * 8), *k = malloc(nq * 8), *v = malloc(nq * 8), *g = malloc(nq * 8), *beta = malloc(nb * 8);
+  double *A_log = malloc((size_t)H * 8), *dt_bias = malloc((size_t)(H * K) * 8), *h0 = malloc(ns * 8);
+  double *dO = malloc(nq * 8), *dht = malloc(ns * 8);
+  for (size_t i = 0; i < nq; i++) {
+    hq[i] = f32_to_bf16((float)rng_normal(rng)), hk[i] = f32_to_bf16((float)rng_normal(rng));
+    hv[i] = f32_to_bf16((float)rng_normal(rng)), hdo[i] = f32_to_bf16((float)rng_normal(rng));
+    float graw = (float)rng_normal(rng);
+    if (external) hg32[i] = (float)(-log1p(exp(-(double)graw)) / 4), g[i] = hg32[i];
+    else hg16[i] = f32_to_bf16(graw), g[i] = bf16_to_f32(hg16[i]);
+  }
+  if (!sh->qk_norm)
+    for (size_t t = 0; t < nq / K; t++) {
+      double sq = 0, sk = 0;
+      for (int c = 0; c < K; c++) {
+        double a = bf16_to_f32(hq[t * K + c]), b = bf16_to_f32(hk[t * K + c]);
+        sq += a * a, sk += b * b;
+      }
+      for (int c = 0; c < K; c++) {
+        hq[t * K + c] = f32_to_bf16((float)(bf16_to_f32(hq[t * K + c]) / sqrt(sq)));
+        hk[t * K + c] = f32_to_bf16((float)(bf16_to_f32(hk[t * K + c]) / sqrt(sk)));
+      }
+    }
+  for (size_t i = 0; i < nq; i++)
+    q[i] = bf16_to_f32(hq[i]), k[i] = bf16_to_f32(hk[i]), v[i] = bf16_to_f32(hv[i]), dO[i] = bf16_to_f32(hdo[i]);
+  for (size_t i = 0; i < nb; i++) {
+    hb[i] = f32_to_bf16((float)(sh->beta_logits ? rng_normal(rng) : rng_uniform(rng)));
+    beta[i] = bf16_to_f32(hb[i]);
+  }
+  for (int64_t h = 0; h < H; h++)
+    A_log[h] = hA[h] = ko.gate == KDA_GATE_SOFTPLUS ? (float)log(1 + 15 * rng_uniform(rng)) : 0.0f;
+  for (int64_t i = 0; i < H * K; i++) {
+    double dt = exp(log(0.001) + rng_uniform(rng) * (log(0.1) - log(0.001)));
+    dt_bias[i] = hdt[i] = (float)(dt + log(-expm1(-dt)));
+  }
+  for (size_t i = 0; i < ns; i++) {
+    h0[i] = hh0[i] = (float)(0.5 * rng_normal(rng));
+    dht[i] = hdht[i] = (float)(0.1 * rng_normal(rng));
+  }
+
+  /* the reference */
+  static const char *const names[NOUT] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
+  static const double tol[NOUT] = {0.005, 0.005, 0.008, 0.008, 0.008, 0.02, 0.02, 0.02, 0.02, 0.008};
+  size_t n[NOUT] = {nq, ns, nq, nq, nq, nq, nb, (size_t)H, (size_t)(H * K), ns};
+  int bf16_out[NOUT] = {1, 0, 1, 1, 1, 0, 0, 0, 0, 0};
+  double *ref[NOUT];
+  for (int o = 0; o < NOUT; o++) ref[o] = calloc(n[o], 8);
+  const double *rh0 = sh->with_h0 ? h0 : NULL;
+  ref_kda_fwd(&ko, T, H, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, ref[0], ref[1]);
+  KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
+  ref_kda_bwd(&ko, T, H, H, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, dO, sh->with_dht ? dht : NULL, &gr);
+
+  /* the GPU */
+  char variant[160];
+  snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s,save=%s", sh->gate,
+           sh->qk_norm ? "true" : "false", sh->beta_logits ? "true" : "false", sh->save);
+  const cake_program *gp;
+  RT(cake_package_variant(pkg, "kda_train", variant, &gp));
+  cake_plan *plan;
+  RT(cake_plan_create(gp, &plan));
+  RT(cake_plan_set_dim(plan, "T", T));
+  RT(cake_plan_set_dim(plan, "H", H));
+  if (cu) RT(cake_plan_set_docs(plan, cu, N));
+  RT(cake_plan_finalize(plan));
+  size_t ws, sv;
+  RT(cake_plan_workspace_bytes(plan, &ws));
+  RT(cake_plan_saved_bytes(plan, &sv));
+  CUdeviceptr work = gpu_alloc(ws ? ws : 256), saved = gpu_alloc(sv ? sv : 256);
+  CUdeviceptr dq = upload(hq, nq * 2), dk = upload(hk, nq * 2), dv = upload(hv, nq * 2), ddo = upload(hdo, nq * 2);
+  CUdeviceptr dg = external ? upload(hg32, nq * 4) : upload(hg16, nq * 2), db = upload(hb, nb * 2);
+  CUdeviceptr dA = upload(hA, (size_t)H * 4), ddt = upload(hdt, (size_t)(H * K) * 4);
+  CUdeviceptr dh0 = upload(hh0, ns * 4), ddht = upload(hdht, ns * 4);
+  CUdeviceptr out[NOUT];
+  for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (bf16_out[o] ? 2 : 4));
+  cake_binding in[10] = {
+      {"q", tensor(dq, CAKE_BF16, 3, T, H, K, 0)},
+      {"k", tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
+      {"v", tensor(dv, CAKE_BF16, 3, T, H, V, 0)},
+      {"g", tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, H, K, 0)},
+      {"beta", tensor(db, CAKE_BF16, 2, T, H, 0, 0)},
+      {"h0", tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, H, K, V)},
+      {"A_log", tensor(dA, CAKE_F32, 1, H, 0, 0, 0)},
+      {"dt_bias", tensor(ddt, CAKE_F32, 2, H, K, 0, 0)},
+  };
+  int nin = external ? 6 : 8;
+  cake_binding fb[16], bb[24];
+  int nf = 0, nbb = 0;
+  for (int i = 0; i < nin; i++) fb[nf++] = in[i], bb[nbb++] = in[i];
+  fb[nf++] = (cake_binding){"o", tensor(out[0], CAKE_BF16, 3, T, H, V, 0)};
+  fb[nf++] = (cake_binding){"ht", tensor(out[1], CAKE_F32, 4, N, H, K, V)};
+  bb[nbb++] = (cake_binding){"do", tensor(ddo, CAKE_BF16, 3, T, H, V, 0)};
+  bb[nbb++] = (cake_binding){"dht", tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, H, K, V)};
+  bb[nbb++] = (cake_binding){"dq", tensor(out[2], CAKE_BF16, 3, T, H, K, 0)};
+  bb[nbb++] = (cake_binding){"dk", tensor(out[3], CAKE_BF16, 3, T, H, K, 0)};
+  bb[nbb++] = (cake_binding){"dv", tensor(out[4], CAKE_BF16, 3, T, H, V, 0)};
+  bb[nbb++] = (cake_binding){"dg", tensor(out[5], CAKE_F32, 3, T, H, K, 0)};
+  bb[nbb++] = (cake_binding){"dbeta", tensor(out[6], CAKE_F32, 2, T, H, 0, 0)};
+  if (!external) {
+    bb[nbb++] = (cake_binding){"dA_log", tensor(out[7], CAKE_F32, 1, H, 0, 0, 0)};
+    bb[nbb++] = (cake_binding){"ddt_bias", tensor(out[8], CAKE_F32, 2, H, K, 0, 0)};
+  }
+  bb[nbb++] = (cake_binding){"dh0", tensor(out[9], CAKE_F32, 4, N, H, K, V)};
+  void *host[2][NOUT];
+  for (int run = 0; run < 2; run++) {
+    for (int o = 0; o < NOUT; o++) gpu_poison(out[o], n[o] * (bf16_out[o] ? 2 : 4));
+    RT(cake_launch(plan, "fwd", fb, nf, work, ws, saved, sv, NULL));
+    RT(cake_launch(plan, "bwd", bb, nbb, work, ws, saved, sv, NULL));
+    CK(cuCtxSynchronize());
+    for (int o = 0; o < NOUT; o++) {
+      host[run][o] = malloc(n[o] * 4);
+      CK(cuMemcpyDtoH(host[run][o], out[o], n[o] * (bf16_out[o] ? 2 : 4)));
+    }
+  }
+  int ok = 1;
+  printf("%-40s %-6s T=%-5lld H=%-2lld docs=%-3lld saved %zu B/token/head:", sh->name, sh->save, (long long)T,
+         (long long)H, (long long)N, sv / (size_t)(T * H));
+  for (int o = 0; o < NOUT; o++) {
+    if (external && (o == 7 || o == 8)) continue;
+    double *got = malloc(n[o] * 8);
+    for (size_t i = 0; i < n[o]; i++)
+      got[i] = bf16_out[o] ? bf16_to_f32(((uint16_t *)host[0][o])[i]) : ((float *)host[0][o])[i];
+    ErrStats e = err_stats(got, ref[o], (long long)n[o]);
+    int bitwise = memcmp(host[0][o], host[1][o], n[o] * (bf16_out[o] ? 2 : 4)) == 0;
+    int good = e.nonfinite == 0 && e.err_ratio < tol[o] && bitwise;
+    printf(" %s %.1e%s%s", names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
+    ok &= good;
+    free(got);
+  }
+  printf("  %s\n", ok ? "PASS" : "FAIL");
+  fflush(stdout);
+  for (int o = 0; o < NOUT; o++) gpu_free(out[o]), free(host[0][o]), free(host[1][o]), free(ref[o]);
+  gpu_free(work), gpu_free(saved), gpu_free(dq), gpu_free(dk), gpu_free(dv), gpu_free(ddo), gpu_free(dg);
+  gpu_free(db), gpu_free(dA), gpu_free(ddt), gpu_free(dh0), gpu_free(ddht);
+  cake_plan_free(plan);
+  free(hq), free(hk), free(hv), free(hg16), free(hb), free(hdo), free(hg32), free(hA), free(hdt), free(hh0), free(hdht);
+  free(q), free(k), free(v), free(g), free(beta), free(A_log), free(dt_bias), free(h0), free(dO), free(dht);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick]\n", argv[0]);
+    return 2;
+  }
+  int quick = 0;
+  for (int i = 2; i < argc; i++) quick |= !strcmp(argv[i], "--quick");
+  uint64_t seed = rng_seed(argc, argv), rng = seed;
+  printf("test_kda_train: seed %llu\n", (unsigned long long)seed);
+  gpu_init();
+  cake_package *pkg;
+  RT(cake_package_load(argv[1], NULL, &pkg));
+  static const int32_t cu_three[] = {0, 1000, 1001, 4096};
+  static const int32_t cu_two[] = {0, 77, 700};
+  static const int32_t cu_one[] = {0, 1};
+  const Shape shapes[] = {
+      {"safe, h0, dht, docs 1000/1/3095", "safe", "ckpt", 1, 1, 4096, 4, 3, cu_three, 1, 1},
+      {"safe, h0, dht, docs 1000/1/3095", "safe", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1},
+      {"softplus, docs 77/623", "softplus", "states", 1, 1, 700, 2, 2, cu_two, 0, 1},
+      {"external, no norm, beta values, h0", "external", "ckpt", 0, 0, 1000, 3, 0, NULL, 1, 1},
+      {"a single one-token document", "safe", "ckpt", 1, 1, 1, 2, 1, cu_one, 1, 1},
+      {"T=16384 H=8 one document", "softplus", "ckpt", 1, 1, 16384, 8, 0, NULL, 0, 0},
+  };
+  int n = (int)(sizeof shapes / sizeof shapes[0]), fails = 0;
+  for (int i = 0; i < n; i++) {
+    if (quick && shapes[i].T > 5000) continue;
+    fails += !run_shape(pkg, &shapes[i], &rng);
+  }
+  cake_package_free(pkg);
+  printf("test_kda_train: %s (%d failing shape%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
+  return fails ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+// Order-dependent stores and misplaced scans over every chunk.
+// RUN: not %cakec %s --emit=cir 2>&1 | FileCheck %s
+program reduce_chunks_invalid
+dim T, N, H
+const C = 16
+sequence T, docs N, chunk C
+in  x   : f32[T, H, 8]
+out tot : f32[H, 8]
+out y   : f32[T, H, 8]
+temp part : f32[chunks, H, 8]
+kernel a over (c in chunks, h in H) {
+  store tot[h, :] = sum(load x[c, h, :], 0)
+}
+kernel b over (n in docs, h in H) {
+  S = load x[0, h, :] * 0.0
+  for c in chunks(n) carry S {
+    S = S + sum(load x[c, h, :], 0)
+  }
+  store tot[h, :] = S
+}
+kernel d over (n in docs, h in H) {
+  S = load x[0, h, :] * 0.0
+  for c in chunks carry S {
+    S = S + load part[c, h, :]
+  }
+}
+kernel e over (c in chunks, h in H) {
+  store y[c, 0, :] = load x[c, h, :]
+}
+entry fwd = a, b, d, e
+// CHECK: reduce_chunks_invalid.cake:12:9: error: every instance of grid axis 'c' writes this window of 'tot', so the result would depend on their order; index the store by 'c' (there are no atomics: to sum over 'c', store one partial result per index and add them in a scan)
+// CHECK: reduce_chunks_invalid.cake:19:9: error: every instance of grid axis 'n' writes this window of 'tot'
+// CHECK: reduce_chunks_invalid.cake:23:12: error: a scan over all chunks walks the whole sequence, so its kernel cannot have a grid axis over docs ('n')
+// CHECK: reduce_chunks_invalid.cake:28:9: error: every instance of grid axis 'h' writes this window of 'y'

@@ -1,0 +1,257 @@
+/* test_kda_train_interp.c - the KDA training program
+ * (specs/kda/kda_train.cake), run by the CPU interpreter, against the
+ * float64 recurrence and its exact backward (tests/ref): entries fwd (o, ht)
+ * and bwd (dq, dk, dv, dg, dbeta, dA_log, ddt_bias, dh0) on small problems:
+ * several packings with partial chunks and a one-token document, h0 and an
+ * incoming dht, every gate, q/k normalisation and beta logits on and off,
+ * both save modes. The spec rounds its matmul operands to bf16, so errors
+ * are fla's ratio RMS(x - ref) / RMS(ref) against bf16-level thresholds. The
+ * two save modes run the same arithmetic, so their gradients must agree bit
+ * for bit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp.h"
+#include "ref_kda.h"
+
+enum { K = 128, V = 128, MAXT = 40 };
+
+static Arena g_arena;
+static Diag g_diag;
+static Program *g_ast;
+
+static int setup(void **st) {
+  arena_init(&g_arena);
+  diag_init(&g_diag, 20);
+  Buf text;
+  buf_init(&text);
+  if (buf_read_file(&text, CAKE_SOURCE_DIR "/specs/kda/kda_train.cake")) return -1;
+  Source *src = arena_alloc(&g_arena, sizeof(Source));
+  *src = (Source){"kda_train.cake", arena_strndup(&g_arena, text.data, text.len), text.len};
+  buf_free(&text);
+  g_ast = cake_parse(&g_arena, &g_diag, src);
+  return g_ast ? 0 : -1;
+}
+
+static int teardown(void **st) {
+  arena_free(&g_arena);
+  diag_free(&g_diag);
+  return 0;
+}
+
+static uint64_t g_rng = 0x5eedf00d;
+static double urand(void) {
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return ((double)(g_rng >> 11) + 0.5) / 9007199254740992.0;
+}
+static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+
+typedef struct Case {
+  const char *name;
+  const char *gate, *qk_norm, *beta_logits;
+  int gate_kind;
+  int64_t T, H;
+  int ndocs;
+  long long cu[8];
+  int with_h0, with_dht;
+  double g_shift;  /* added to the raw gate (pushes the safe gate to its bound) */
+  double a_log_hi; /* A_log ~ log(uniform(1, a_log_hi)); 0: A_log = 0 */
+  int both_modes;  /* run save = ckpt and save = states and compare them */
+  const char *save; /* the one mode otherwise */
+} Case;
+
+static double ratio(const double *a, const double *b, size_t n) {
+  double se = 0, sr = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(a[i])) return INFINITY;
+    se += (a[i] - b[i]) * (a[i] - b[i]);
+    sr += b[i] * b[i];
+  }
+  return sr > 0 ? sqrt(se / sr) : sqrt(se);
+}
+
+/* The problem's inputs (host arrays of doubles, already rounded to the dtypes
+ * of the spec's tensors). */
+typedef struct Inputs {
+  double *q, *k, *v, *g, *beta, *A_log, *dt_bias, *h0, *do_, *dht;
+} Inputs;
+
+enum { NOUT = 10 };
+static const char *const out_names[NOUT] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
+
+/* Runs fwd then bwd of one variant; out[i] receives out_names[i] (NULL when
+ * the variant has no such tensor). */
+static void run_variant(const Case *cs, const char *save, const Inputs *in, double **out, size_t *out_n) {
+  CirOptionSet set = {{"gate", "qk_norm", "beta_logits", "save"}, {cs->gate, cs->qk_norm, cs->beta_logits, save}, 4};
+  CirProgram *p = cake_sema(&g_arena, &g_diag, g_ast, &set);
+  if (!p) fprintf(stderr, "%s", g_diag.out.data);
+  assert_non_null(p);
+  int64_t T = cs->T, H = cs->H, N = cs->ndocs;
+  long long nchunks = cake_interp_chunk_count(p, T, cs->cu, N);
+  long long dims[8] = {T, N, H, nchunks};
+  double *tensors[64] = {0};
+  assert_true(p->ntensors <= 64);
+  struct { const char *name; double *data; } ins[] = {
+      {"q", in->q}, {"k", in->k}, {"v", in->v}, {"g", in->g}, {"beta", in->beta}, {"A_log", in->A_log},
+      {"dt_bias", in->dt_bias}, {"h0", cs->with_h0 ? in->h0 : NULL}, {"do", in->do_},
+      {"dht", cs->with_dht ? in->dht : NULL}};
+  for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++) {
+    int ix = cir_tensor_index(p, ins[i].name);
+    if (ix >= 0) tensors[ix] = ins[i].data;
+  }
+  /* everything the program writes: outputs, saved and temporary tensors */
+  for (int i = 0; i < p->ntensors; i++)
+    if (p->tensors[i]->role != ROLE_IN) {
+      size_t n = (size_t)cake_interp_numel(p, p->tensors[i], dims);
+      tensors[i] = calloc(n ? n : 1, sizeof(double));
+    }
+  InterpArgs args = {dims, cs->cu, N, NULL, tensors};
+  char err[512];
+  int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
+  if (rc) fprintf(stderr, "interp fwd: %s\n", err);
+  assert_int_equal(rc, 0);
+  rc = cake_interp_run(p, "bwd", &args, err, sizeof err);
+  if (rc) fprintf(stderr, "interp bwd: %s\n", err);
+  assert_int_equal(rc, 0);
+  for (int o = 0; o < NOUT; o++) {
+    int ix = cir_tensor_index(p, out_names[o]);
+    out[o] = NULL;
+    out_n[o] = 0;
+    if (ix < 0) continue;
+    out[o] = tensors[ix];
+    out_n[o] = (size_t)cake_interp_numel(p, p->tensors[ix], dims);
+    tensors[ix] = NULL;
+  }
+  for (int i = 0; i < p->ntensors; i++)
+    if (p->tensors[i]->role != ROLE_IN) free(tensors[i]);
+}
+
+static void run_case(const Case *cs) {
+  int64_t T = cs->T, H = cs->H, N = cs->ndocs;
+  size_t nqk = (size_t)(T * H * K), nv = (size_t)(T * H * V), ns = (size_t)(N * H * K * V);
+  Inputs in = {calloc(nqk, 8), calloc(nqk, 8), calloc(nv, 8), calloc(nqk, 8), calloc((size_t)(T * H), 8),
+               calloc((size_t)H, 8), calloc((size_t)(H * K), 8), calloc(ns, 8), calloc(nv, 8), calloc(ns, 8)};
+  KdaOptions ko = {cs->gate_kind, !strcmp(cs->qk_norm, "true"), !strcmp(cs->beta_logits, "true"), 1.0 / sqrt(K), -5.0};
+  for (size_t i = 0; i < nqk; i++) {
+    in.q[i] = cake_round_bf16(nrand());
+    in.k[i] = cake_round_bf16(nrand());
+    if (cs->gate_kind == KDA_GATE_EXTERNAL) in.g[i] = cake_round_f32(-log1p(exp(-nrand())) / 4);
+    else in.g[i] = cake_round_bf16(nrand() + cs->g_shift);
+  }
+  if (!ko.qk_norm) /* the caller normalises: keep the delta rule stable */
+    for (size_t t = 0; t < nqk / K; t++) {
+      double sq = 0, sk = 0;
+      for (int c = 0; c < K; c++) sq += in.q[t * K + c] * in.q[t * K + c], sk += in.k[t * K + c] * in.k[t * K + c];
+      for (int c = 0; c < K; c++)
+        in.q[t * K + c] = cake_round_bf16(in.q[t * K + c] / sqrt(sq)),
+        in.k[t * K + c] = cake_round_bf16(in.k[t * K + c] / sqrt(sk));
+    }
+  for (size_t i = 0; i < nv; i++) in.v[i] = cake_round_bf16(nrand()), in.do_[i] = cake_round_bf16(nrand());
+  for (int64_t i = 0; i < T * H; i++) in.beta[i] = cake_round_bf16(ko.beta_logits ? nrand() : urand());
+  for (int64_t h = 0; h < H; h++)
+    in.A_log[h] = cs->a_log_hi > 0 ? cake_round_f32(log(1 + (cs->a_log_hi - 1) * urand())) : 0;
+  for (int64_t i = 0; i < H * K; i++) {
+    double dt = exp(log(0.001) + urand() * (log(0.1) - log(0.001)));
+    in.dt_bias[i] = cake_round_f32(dt + log(-expm1(-dt)));
+  }
+  for (size_t i = 0; i < ns; i++) in.h0[i] = cake_round_f32(0.5 * nrand()), in.dht[i] = cake_round_f32(0.1 * nrand());
+
+  /* the reference */
+  int32_t cu32[8];
+  for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];
+  double *ref[NOUT];
+  size_t ref_n[NOUT] = {nv, ns, nqk, nqk, nv, nqk, (size_t)(T * H), (size_t)H, (size_t)(H * K), ns};
+  for (int o = 0; o < NOUT; o++) ref[o] = calloc(ref_n[o], 8);
+  const double *h0 = cs->with_h0 ? in.h0 : NULL;
+  ref_kda_fwd(&ko, T, H, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, ref[0], ref[1]);
+  KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
+  ref_kda_bwd(&ko, T, H, H, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, in.do_,
+              cs->with_dht ? in.dht : NULL, &gr);
+
+  static const double tol[NOUT] = {0.005, 0.005, 0.008, 0.008, 0.008, 0.02, 0.02, 0.02, 0.02, 0.008};
+  const char *modes[2] = {cs->both_modes ? "ckpt" : cs->save, "states"};
+  double *got[2][NOUT];
+  size_t got_n[2][NOUT];
+  for (int m = 0; m < (cs->both_modes ? 2 : 1); m++) {
+    run_variant(cs, modes[m], &in, got[m], got_n[m]);
+    printf("%-46s %-6s", cs->name, modes[m]);
+    for (int o = 0; o < NOUT; o++) {
+      if (!got[m][o]) continue;
+      assert_int_equal(got_n[m][o], ref_n[o]);
+      double e = ratio(got[m][o], ref[o], ref_n[o]);
+      printf(" %s %.1e", out_names[o], e);
+      if (!(e < tol[o])) printf(" (> %.3f!)", tol[o]);
+      assert_true(e < tol[o]);
+    }
+    printf("\n");
+  }
+  if (cs->both_modes) {
+    for (int o = 0; o < NOUT; o++) {
+      if (!got[0][o]) continue;
+      assert_memory_equal(got[0][o], got[1][o], got_n[0][o] * sizeof(double));
+    }
+    for (int o = 0; o < NOUT; o++) free(got[1][o]);
+  }
+  for (int o = 0; o < NOUT; o++) free(got[0][o]), free(ref[o]);
+  free(in.q), free(in.k), free(in.v), free(in.g), free(in.beta), free(in.A_log), free(in.dt_bias);
+  free(in.h0), free(in.do_), free(in.dht);
+}
+
+static void safe_gate_h0_dht_both_modes(void **st) {
+  Case c = {"safe, norm, logits, h0, dht, docs 1/69/80", "safe", "true", "true", KDA_GATE_SAFE, 150, 2, 3,
+            {0, 1, 70, 150}, 1, 1, 0, 0, 1, NULL};
+  run_case(&c);
+}
+
+static void safe_gate_at_lower_bound(void **st) {
+  Case c = {"safe near its bound (g ~ -5), dht, 1 doc", "safe", "true", "true", KDA_GATE_SAFE, 130, 1, 1,
+            {0, 130}, 0, 1, 8.0, 0, 0, "states"};
+  run_case(&c);
+}
+
+static void softplus_gate_strong_decay(void **st) {
+  Case c = {"softplus, A_log up to log 16, docs 77/123", "softplus", "true", "true", KDA_GATE_SOFTPLUS, 200, 1, 2,
+            {0, 77, 200}, 0, 0, 1.0, 16, 0, "ckpt"};
+  run_case(&c);
+}
+
+static void softplus_no_norm_beta_values(void **st) {
+  Case c = {"softplus, no norm, beta values, h0, docs 64/1/65", "softplus", "false", "false", KDA_GATE_SOFTPLUS,
+            130, 1, 3, {0, 64, 65, 130}, 1, 1, 0, 4, 1, NULL};
+  run_case(&c);
+}
+
+static void external_gate_both_modes(void **st) {
+  Case c = {"external, no norm, beta values, h0, dht, 2 docs", "external", "false", "false", KDA_GATE_EXTERNAL,
+            190, 1, 2, {0, 64, 190}, 1, 1, 0, 0, 1, NULL};
+  run_case(&c);
+}
+
+static void safe_no_norm_logits(void **st) {
+  Case c = {"safe, no norm, logits, 1-token doc first", "safe", "false", "true", KDA_GATE_SAFE, 100, 1, 2,
+            {0, 1, 100}, 0, 1, 0, 8, 0, "ckpt"};
+  run_case(&c);
+}
+
+static void safe_norm_beta_values(void **st) {
+  Case c = {"safe, norm, beta values, h0, docs 63/7", "safe", "true", "false", KDA_GATE_SAFE, 70, 2, 2,
+            {0, 63, 70}, 1, 0, 0, 0, 0, "states"};
+  run_case(&c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(safe_gate_h0_dht_both_modes), cmocka_unit_test(safe_gate_at_lower_bound),
+      cmocka_unit_test(softplus_gate_strong_decay),  cmocka_unit_test(softplus_no_norm_beta_values),
+      cmocka_unit_test(external_gate_both_modes),    cmocka_unit_test(safe_no_norm_logits),
+      cmocka_unit_test(safe_norm_beta_values),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
