@@ -241,6 +241,8 @@ static void integer_and_special_values(void **st) {
     assert_true(out[7][C + c] > 0);                          /* no cut-off: e^-100 is not 0 */
   }
   assert_true(isnan(am[2]) && am[1] == 100);
+}
+
 /* sum_{r >= j} M[r,j] sum_c a[r,c] b[j,c] exp(G[r,c] - G[j,c]) in double */
 static double decay_loss(int n, int K, const double *M, const double *a, const double *b, const double *G) {
   double L = 0;
