@@ -475,7 +475,13 @@ static int compile_program(Compilation *c, const CirProgram *p, const ProgramPla
       const char *target = c->archs[ti];
       int u = pl->unit[ki * c->narchs + ti];
       if (c->cg.units[u].errors) {
-        merge_diag(&c->diag, c->cg.units[u].diag, c->cg.units[u].errors);
+        /* a failed kernel has no digest: its messages name it without one */
+        char *text = strdup(c->cg.units[u].diag ? c->cg.units[u].diag : "");
+        size_t n = strlen("_" DIGEST_PLACEHOLDER);
+        for (char *q = strstr(text, "_" DIGEST_PLACEHOLDER); q; q = strstr(q, "_" DIGEST_PLACEHOLDER))
+          memmove(q, q + n, strlen(q + n) + 1);
+        merge_diag(&c->diag, text, c->cg.units[u].errors);
+        free(text);
         rc = 1;
         break;
       }
