@@ -165,6 +165,7 @@ int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKern
   u->abi = abi;
   u->target = target;
   u->symbol = symbol;
+  u->size = strlen(text);
   return g->nunits++;
 }
 
@@ -172,6 +173,18 @@ static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Largest units first, so that no long one starts last (then in order). */
+typedef struct SizedUnit {
+  size_t size;
+  int unit;
+} SizedUnit;
+
+static int by_size(const void *a, const void *b) {
+  const SizedUnit *x = a, *y = b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  return x->unit - y->unit;
 }
 
 typedef struct UnitWork {
@@ -253,6 +266,11 @@ void codegen_run(Codegen *g, Buf *notes) {
     }
     todo[ntodo++] = i;
   }
+  SizedUnit *order = malloc(sizeof *order * (size_t)(ntodo + 1));
+  for (int i = 0; i < ntodo; i++) order[i] = (SizedUnit){g->units[todo[i]].size, todo[i]};
+  qsort(order, (size_t)ntodo, sizeof *order, by_size);
+  for (int i = 0; i < ntodo; i++) todo[i] = order[i].unit;
+  free(order);
   /* learned here, inherited by the workers */
   if (g->emit >= EMIT_CUBIN)
     for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);

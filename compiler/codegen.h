@@ -31,6 +31,7 @@ typedef struct CodegenUnit {
   char *diag;             /* its diagnostics (errors when errors > 0) */
   int errors;
   int cached;             /* taken from the cache */
+  size_t size;            /* the length of its request text: the work it is expected to take */
 } CodegenUnit;
 
 typedef struct FatbinJob {
