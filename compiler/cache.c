@@ -61,23 +61,14 @@ int cache_get(const char *dir, const char *key, Buf *out) {
 }
 
 static int make_dir(const char *path, Buf *why) {
-  if (mkdir(path, 0755) == 0 || errno == EEXIST) return 0;
+  if (make_dirs(path) == 0) return 0;
   buf_printf(why, "cannot create '%s': %s", path, strerror(errno));
   return -1;
 }
 
 int cache_put(const char *dir, const char *key, const void *data, size_t n, Buf *why) {
   char sub[4096], path[4200], tmp[4300];
-  /* the cache directory itself, with its parents */
-  snprintf(sub, sizeof sub, "%s", dir);
-  for (char *p = sub + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(sub, 0755);
-      *p = '/';
-    }
-  if (make_dir(dir, why)) return -1;
-  entry_path(sub, sizeof sub, dir, key, 0);
+  entry_path(sub, sizeof sub, dir, key, 0); /* with the cache directory and its parents */
   if (make_dir(sub, why)) return -1;
   entry_path(path, sizeof path, dir, key, 1);
   static unsigned serial;

@@ -169,15 +169,7 @@ static char *read_source(Compilation *c, const char *path, size_t *len) {
 }
 
 static int ensure_dir(Compilation *c, const char *dir) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(tmp, 0755);
-      *p = '/';
-    }
-  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+  if (make_dirs(dir) != 0) {
     diag_plain(&c->diag, "cannot create directory '%s': %s", dir, strerror(errno));
     return -1;
   }

@@ -47,6 +47,10 @@ char *buf_take(Buf *b); /* NUL-terminated; caller frees */
  * nothing is appended). */
 int buf_read_file(Buf *b, const char *path);
 
+/* Creates the directory `path` and its missing parents (mode 0755): 0 when
+ * it exists afterwards, or -1 with errno set. */
+int make_dirs(const char *path);
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define cake_die(...) cake_die_at(__FILE__, __LINE__, __VA_ARGS__)
