@@ -230,14 +230,19 @@ static char *died_message(const char *what) {
   return s;
 }
 
+/* What a record does not carry: the unit's name and targets. */
+static void label(CodegenUnit *u) {
+  u->kb.symbol = strdup(u->symbol);
+  u->kb.target = u->target;
+  u->kb.ptx_target = backend_ptx_target(u->target);
+}
+
 void codegen_run(Codegen *g, Buf *notes) {
   double t0 = now_seconds();
   int *todo = malloc(sizeof(int) * (size_t)(g->nunits + 1));
   int ntodo = 0;
   for (int i = 0; i < g->nunits; i++) {
     CodegenUnit *u = &g->units[i];
-    u->kb.target = u->target;
-    u->kb.ptx_target = backend_ptx_target(u->target);
     if (g->cache_dir) {
       Buf b;
       buf_init(&b);
@@ -252,9 +257,7 @@ void codegen_run(Codegen *g, Buf *notes) {
         ok = 0;
       }
       if (ok) {
-        u->kb.symbol = strdup(u->symbol);
-        u->kb.target = u->target;
-        u->kb.ptx_target = backend_ptx_target(u->target);
+        label(u);
         u->cached = 1;
         g->cache_hits++;
       } else if (st != CACHE_ABSENT) {
@@ -287,9 +290,7 @@ void codegen_run(Codegen *g, Buf *notes) {
       u->diag = died_message(what);
     }
     buf_free(&out[t]);
-    u->kb.symbol = strdup(u->symbol);
-    u->kb.target = u->target;
-    u->kb.ptx_target = backend_ptx_target(u->target);
+    label(u);
     for (int s = 0; s < 3; s++) g->seconds[s] += u->kb.seconds[s];
     if (g->cache_dir && !u->errors) {
       Buf rec, why;
