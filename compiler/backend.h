@@ -34,6 +34,7 @@ typedef struct KernelBinary {
   int shared_bytes;       /* dynamic shared memory the kernel needs */
   int registers, spill_bytes, stack_bytes; /* from ptxas -v */
   char *note;             /* e.g. why there is no cubin */
+  double seconds[3];      /* CPU time: building the MLIR and its passes, LLVM + NVPTX, ptxas */
 } KernelBinary;
 
 typedef struct Backend Backend;
@@ -50,10 +51,20 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
 /* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target. */
 int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb);
 
+/* Whether this ptxas can make a cubin for `target` (asked once per backend;
+ * ask before forking workers so that they inherit the answer). */
+int backend_can_assemble(Backend *be, const char *target);
+/* What `ptxas --version` prints (for cache keys: a different ptxas gives
+ * different cubins), or "" when it cannot run. Owned by the backend. */
+const char *backend_ptxas_version(Backend *be);
+
 /* One fatbin holding every cubin of `bins` and the PTX of those without one. */
 int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, unsigned char **out, size_t *len);
 
 void kernel_binary_free(KernelBinary *kb);
+
+/* CPU seconds used so far by the tools (ptxas, fatbinary) this process ran. */
+double backend_tool_seconds(void);
 
 /* The targets the backend knows, and the PTX target LLVM uses for each. */
 const char *backend_ptx_target(const char *target);

@@ -13,6 +13,10 @@ static void usage(FILE *f) {
           "  -o PATH        output directory (package, cubin, fatbin) or file (text forms; default stdout)\n"
           "  --option N=V   compile only the variants with option N = V (repeatable; default: every variant)\n"
           "  --max-errors=N stop reporting after N errors (default 20)\n"
+          "  -j N, --jobs=N compile N kernels at once (default: the number of online CPUs)\n"
+          "  --cache-dir=DIR  reuse compiled kernels from DIR and add new ones (default: $CAKE_CACHE_DIR;\n"
+          "                 unset: no cache; --cache-dir= turns it off)\n"
+          "  --time         say where the time went (a note on stderr)\n"
           "  --version      print the compiler version\n",
           cake_default_archs());
 }
@@ -48,6 +52,20 @@ int main(int argc, char **argv) {
       opt.options = options;
     }
     else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
+    else if (!strncmp(a, "--jobs=", 7) || (!strncmp(a, "-j", 2) && (a[2] || i + 1 < argc))) {
+      const char *v = a[1] == '-' ? a + 7 : a[2] ? a + 2 : argv[++i];
+      char *end;
+      long j = strtol(v, &end, 10);
+      if (!*v || *end || j < 1 || j > 1024) {
+        fprintf(stderr, "cakec: error: -j expects a number of jobs from 1 to 1024, got '%s'\n", v);
+        free(srcs);
+        free(options);
+        return 2;
+      }
+      opt.jobs = (int)j;
+    } else if (!strncmp(a, "--cache-dir=", 12)) opt.cache_dir = a + 12;
+    else if (!strcmp(a, "--cache-dir") && i + 1 < argc) opt.cache_dir = argv[++i];
+    else if (!strcmp(a, "--time")) opt.timing = 1;
     else if (!strcmp(a, "--version")) {
       printf("%s\n", cake_version());
       free(srcs);

@@ -11,7 +11,14 @@
  * version and the PTX generated for it.
  *
  * Internal errors (cake_die: a compiler bug, or out of memory) are caught
- * here: cake_compile returns 3 with the message in its diagnostics. */
+ * here: cake_compile returns 3 with the message in its diagnostics.
+ *
+ * Speed: every (kernel, target) of every program is handed to codegen.c
+ * first, which compiles kernels shared by several variants once, takes
+ * units from the cache when one is set, and runs the rest in parallel
+ * jobs; the package is then assembled here in a fixed order, so the output
+ * does not depend on the number of jobs or on the cache. */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,12 +27,13 @@
 #include <sys/stat.h>
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h>
 
 #include "abi.h"
 #include "backend.h"
+#include "cache.h"
 #include "cake.h"
 #include "cir.h"
+#include "codegen.h"
 
 #define CAKE_VERSION "0.1.0"
 #define CAKE_CODEGEN_OPTIONS "O3 ptx88 mma.sync.m16n8k16 threads-per-kernel"
@@ -54,14 +62,6 @@ void cake_result_free(cake_result *r) {
   free(r);
 }
 
-static void sha256_hex(const void *data, size_t n, char out[65]) {
-  unsigned char md[32];
-  unsigned int len = 0;
-  EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
-  for (int i = 0; i < 32; i++) sprintf(out + 2 * i, "%02x", md[i]);
-  out[64] = 0;
-}
-
 /* 20 characters, the length of a digest in a kernel name */
 #define DIGEST_PLACEHOLDER "DIGESTDIGESTDIGESTDI"
 
@@ -71,6 +71,17 @@ static void replace_all(char *s, const char *from, const char *to) {
   if (!s) return;
   size_t n = strlen(from);
   for (char *p = strstr(s, from); p; p = strstr(p + n, from)) memcpy(p, to, n);
+}
+
+/* The same in bytes (a cubin). */
+static void replace_bytes(unsigned char *s, size_t len, const char *from, const char *to) {
+  size_t n = strlen(from);
+  unsigned char *end = s + len;
+  for (unsigned char *p = s; p && (size_t)(end - p) >= n; p += n) {
+    p = memmem(p, (size_t)(end - p), from, n);
+    if (!p) break;
+    memcpy(p, to, n);
+  }
 }
 
 static const char *base_name(const char *path) {
@@ -93,6 +104,10 @@ typedef struct Compilation {
   CirOptionSet want; /* --option values */
   int want_used[CAKE_MAX_OPTIONS];
   CakeDieHandler die;
+  Codegen cg;
+  FatbinJob *fatbins; /* made after every program's kernels, in parallel */
+  cJSON **fatbin_stage; /* the stage object each one belongs to */
+  int nfatbins, cap_fatbins;
 } Compilation;
 
 static int parse_emit(const char *s, EmitKind *out) {
@@ -286,10 +301,12 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
   return g;
 }
 
-/* The text a kernel's digest covers. */
-static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target) {
+/* The text a kernel's digest covers. Without the variant's name it is the
+ * text that determines the generated code (the key of a codegen unit). */
+static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target, int with_variant) {
   buf_printf(o, "%s\ntarget %s\noptions %s\n", cake_version(), target, CAKE_CODEGEN_OPTIONS);
-  buf_printf(o, "program %s variant %s chunk %d\n", p->name, p->variant, p->chunk);
+  if (with_variant) buf_printf(o, "program %s variant %s chunk %d\n", p->name, p->variant, p->chunk);
+  else buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
   for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];
@@ -361,8 +378,106 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
   return o;
 }
 
-/* Compile every kernel of one program for every target. */
-static int compile_program(Compilation *c, const CirProgram *p, const char *src_name, cJSON *programs) {
+/* The code generation requests of one program: each kernel's argument plan
+ * and, per kernel and target, its codegen unit (-1: the plan failed). */
+typedef struct ProgramPlan {
+  KernelAbi *abis;
+  int *unit; /* [kernel * narchs + target] */
+} ProgramPlan;
+
+static void plan_program(Compilation *c, const CirProgram *p, ProgramPlan *pl) {
+  pl->abis = arena_alloc(&c->arena, sizeof(KernelAbi) * (size_t)(p->nkernels + 1));
+  pl->unit = arena_alloc(&c->arena, sizeof(int) * (size_t)(p->nkernels * c->narchs + 1));
+  for (int ki = 0; ki < p->nkernels; ki++) {
+    const CirKernel *k = p->kernels[ki];
+    int ok = cir_kernel_abi(p, k, &pl->abis[ki]) == 0;
+    for (int ti = 0; ti < c->narchs; ti++) {
+      int *u = &pl->unit[ki * c->narchs + ti];
+      *u = -1;
+      if (!ok) continue;
+      /* generated with a placeholder name; the digest then covers the
+       * generated PTX too, so a change in code generation renames the
+       * kernel even when the spec is unchanged */
+      char symbol[512];
+      snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
+      Buf t;
+      buf_init(&t);
+      digest_text(&t, p, k, c->archs[ti], 0);
+      *u = codegen_add(&c->cg, t.data, p, k, &pl->abis[ki], c->archs[ti], arena_strdup(&c->arena, symbol));
+      buf_free(&t);
+    }
+  }
+}
+
+/* Diagnostics that a unit or a fatbin job collected elsewhere. */
+static void merge_diag(Diag *d, const char *text, int errors) {
+  if (d->errors < d->max_errors && text) buf_puts(&d->out, text);
+  d->errors += errors;
+}
+
+static void add_fatbin_job(Compilation *c, KernelBinary *bins, int nb, cJSON *sj) {
+  if (c->nfatbins == c->cap_fatbins) {
+    c->cap_fatbins = c->cap_fatbins ? 2 * c->cap_fatbins : 32;
+    c->fatbins = realloc(c->fatbins, sizeof *c->fatbins * (size_t)c->cap_fatbins);
+    c->fatbin_stage = realloc(c->fatbin_stage, sizeof *c->fatbin_stage * (size_t)c->cap_fatbins);
+  }
+  KernelBinary *own = malloc(sizeof *own * (size_t)nb);
+  memcpy(own, bins, sizeof *own * (size_t)nb);
+  c->fatbins[c->nfatbins] = (FatbinJob){.bins = own, .n = nb};
+  c->fatbin_stage[c->nfatbins++] = sj;
+}
+
+/* Make every stage's fatbin (in parallel) and write them in order. */
+static int write_fatbins(Compilation *c) {
+  codegen_fatbins(&c->cg, c->fatbins, c->nfatbins);
+  int rc = 0;
+  for (int i = 0; i < c->nfatbins && rc != 2; i++) {
+    FatbinJob *j = &c->fatbins[i];
+    if (j->errors) {
+      merge_diag(&c->diag, j->diag, j->errors);
+      rc = 1;
+      continue;
+    }
+    char fname[600];
+    snprintf(fname, sizeof fname, "%s.fatbin", j->bins[0].symbol); /* unique per variant */
+    if (write_out(c, fname, j->data, j->len)) rc = 2;
+    if (c->fatbin_stage[i]) cJSON_AddStringToObject(c->fatbin_stage[i], "fatbin", fname);
+  }
+  return rc;
+}
+
+static void free_fatbin_jobs(Compilation *c) {
+  for (int i = 0; i < c->nfatbins; i++) {
+    FatbinJob *j = &c->fatbins[i];
+    for (int b = 0; b < j->n; b++) kernel_binary_free((KernelBinary *)&j->bins[b]);
+    free((void *)j->bins);
+    free(j->data);
+    free(j->diag);
+  }
+  free(c->fatbins);
+  free(c->fatbin_stage);
+}
+
+/* Name one copy of a unit's result for this program: the digest covers the
+ * variant, so kernels shared by variants still get names of their own.
+ * `generated`: the PTX as generated (before any change for ptxas). */
+static void name_kernel(KernelBinary *kb, const char *generated, const CirProgram *p, const CirKernel *k,
+                        const char *target) {
+  Buf dt;
+  buf_init(&dt);
+  digest_text(&dt, p, k, target, 1);
+  buf_puts(&dt, generated);
+  char hex[65];
+  sha256_hex(dt.data, dt.len, hex);
+  buf_free(&dt);
+  char *texts[4] = {kb->symbol, kb->mlir, kb->llvm, kb->ptx};
+  for (int i = 0; i < 4; i++) replace_all(texts[i], DIGEST_PLACEHOLDER, hex);
+  if (kb->cubin) replace_bytes(kb->cubin, kb->cubin_len, DIGEST_PLACEHOLDER, hex);
+}
+
+/* Every kernel of one program for every target, from its codegen units. */
+static int compile_program(Compilation *c, const CirProgram *p, const ProgramPlan *pl, const char *src_name,
+                           cJSON *programs) {
   int rc = 0;
   cJSON *pj = c->emit == EMIT_PACKAGE ? program_json(p, src_name) : NULL;
   cJSON *stages = pj ? cJSON_AddArrayToObject(pj, "stages") : NULL;
@@ -372,12 +487,12 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
   for (int ki = 0; ki < p->nkernels && rc != 2; ki++) {
     rc = 0;
     const CirKernel *k = p->kernels[ki];
-    KernelAbi abi;
-    if (cir_kernel_abi(p, k, &abi)) {
+    const KernelAbi *abi = &pl->abis[ki];
+    if (pl->unit[ki * c->narchs] < 0) {
       diag_error(&c->diag, k->loc,
                  "kernel '%s' takes %d arguments (the tensors it touches, its tables, every dim, the params it "
                  "reads); at most %d are supported: split it",
-                 k->name, abi.nargs, CAKE_MAX_KERNEL_ARGS);
+                 k->name, abi->nargs, CAKE_MAX_KERNEL_ARGS);
       rc = 1;
       failed = 1;
       continue;
@@ -392,42 +507,31 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       cJSON_AddItemToArray(blk, cJSON_CreateNumber(k->threads));
       cJSON_AddItemToArray(blk, cJSON_CreateNumber(1));
       cJSON_AddItemToArray(blk, cJSON_CreateNumber(1));
-      cJSON_AddItemToObject(sj, "grid", grid_json(p, k, &abi));
+      cJSON_AddItemToObject(sj, "grid", grid_json(p, k, abi));
       cJSON *args = cJSON_AddArrayToObject(sj, "args");
-      for (int i = 0; i < abi.nargs; i++) cJSON_AddItemToArray(args, arg_json(p, &abi.args[i]));
+      for (int i = 0; i < abi->nargs; i++) cJSON_AddItemToArray(args, arg_json(p, &abi->args[i]));
       kjs = cJSON_AddArrayToObject(sj, "kernels");
       cJSON_AddItemToArray(stages, sj);
     }
     for (int ti = 0; ti < c->narchs && rc == 0; ti++) {
       const char *target = c->archs[ti];
-      /* The kernel is generated with a placeholder name; its digest then
-       * covers the generated PTX too, so a change in code generation
-       * renames the kernel even when the spec is unchanged. */
-      char symbol[512];
-      snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
-      EmitKind stop = c->emit < EMIT_PTX ? c->emit : EMIT_PTX;
-      KernelBinary *kb = &bins[nb];
-      if (backend_compile(c->be, &c->arena, &c->diag, p, k, &abi, target, symbol, stop, kb)) {
-        kernel_binary_free(kb);
+      int u = pl->unit[ki * c->narchs + ti];
+      if (c->cg.units[u].errors) {
+        /* a failed kernel has no digest: its messages name it without one */
+        char *text = strdup(c->cg.units[u].diag ? c->cg.units[u].diag : "");
+        size_t n = strlen("_" DIGEST_PLACEHOLDER);
+        for (char *q = strstr(text, "_" DIGEST_PLACEHOLDER); q; q = strstr(q, "_" DIGEST_PLACEHOLDER))
+          memmove(q, q + n, strlen(q + n) + 1);
+        merge_diag(&c->diag, text, c->cg.units[u].errors);
+        free(text);
         rc = 1;
         break;
       }
-      Buf dt;
-      buf_init(&dt);
-      digest_text(&dt, p, k, target);
-      buf_puts(&dt, kb->ptx);
-      char hex[65];
-      sha256_hex(dt.data, dt.len, hex);
-      buf_free(&dt);
-      char *texts[4] = {kb->symbol, kb->mlir, kb->llvm, kb->ptx};
-      for (int i = 0; i < 4; i++) replace_all(texts[i], DIGEST_PLACEHOLDER, hex);
-      snprintf(symbol, sizeof symbol, "%s", kb->symbol);
-      if (c->emit >= EMIT_CUBIN && backend_assemble(c->be, &c->diag, kb)) {
-        kernel_binary_free(kb);
-        rc = 1;
-        break;
-      }
-      nb++;
+      KernelBinary *kb = &bins[nb++];
+      codegen_copy(&c->cg, u, kb);
+      const CodegenUnit *cu = &c->cg.units[u];
+      name_kernel(kb, cu->ptx_generated ? cu->ptx_generated : cu->kb.ptx, p, k, target);
+      const char *symbol = kb->symbol;
       if (kb->note) buf_printf(&c->notes, "cakec: note: %s: %s\n", symbol, kb->note);
       if (c->emit == EMIT_MLIR || c->emit == EMIT_LLVM || c->emit == EMIT_PTX) {
         buf_printf(&c->text, "// ---- kernel %s (%s, stage %s of %s%s%s)\n", symbol, target, k->name, p->name,
@@ -462,16 +566,8 @@ static int compile_program(Compilation *c, const CirProgram *p, const char *src_
       }
     }
     if (rc == 0 && (c->emit == EMIT_FATBIN || c->emit == EMIT_PACKAGE)) {
-      unsigned char *fb = NULL;
-      size_t fl = 0;
-      if (backend_fatbin(c->be, &c->diag, bins, nb, &fb, &fl)) rc = 1;
-      else {
-        char fname[600];
-        snprintf(fname, sizeof fname, "%s.fatbin", bins[0].symbol); /* unique per variant */
-        if (write_out(c, fname, fb, fl)) rc = 2;
-        if (sj) cJSON_AddStringToObject(sj, "fatbin", fname);
-      }
-      free(fb);
+      add_fatbin_job(c, bins, nb, sj); /* takes the binaries */
+      nb = 0;
     }
     for (int i = 0; i < nb; i++) kernel_binary_free(&bins[i]);
     if (rc == 1) failed = 1;
@@ -660,7 +756,15 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
   if (!c->be) return 2;
   if (c->emit >= EMIT_CUBIN && ensure_dir(c, opt->output)) return 2;
   sort_programs(&c->progs);
-  for (int i = 0; i < nprogs && rc == 0; i++) rc = compile_program(c, progs[i], progs[i]->src->name, c->programs);
+  const char *cache_dir = opt->cache_dir ? opt->cache_dir : getenv("CAKE_CACHE_DIR");
+  codegen_init(&c->cg, c->be, c->emit, opt->jobs, cache_dir);
+  ProgramPlan *plans = arena_alloc(&c->arena, sizeof(ProgramPlan) * (size_t)(nprogs + 1));
+  for (int i = 0; i < nprogs; i++) plan_program(c, progs[i], &plans[i]);
+  codegen_run(&c->cg, &c->notes);
+  for (int i = 0; i < nprogs && rc == 0; i++)
+    rc = compile_program(c, progs[i], &plans[i], progs[i]->src->name, c->programs);
+  if (rc == 0 && c->nfatbins) rc = write_fatbins(c);
+  if (opt->timing) codegen_report(&c->cg, &c->notes);
   if (rc == 0 && c->emit == EMIT_PACKAGE) {
     rc = write_manifest(c);
   }
@@ -694,6 +798,8 @@ int cake_compile(const cake_source *sources, int nsources, const cake_options *o
   }
   cJSON_Delete(c->programs);
   cJSON_Delete(c->files);
+  free_fatbin_jobs(c);
+  codegen_free(&c->cg);
   backend_destroy(c->be);
   if (rc == 0 && c->diag.errors) rc = 1;
   cake_result *r = calloc(1, sizeof *r);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct ArenaBlock {
   ArenaBlock *next;
@@ -165,6 +166,21 @@ void cake_die_push(CakeDieHandler *h) {
 
 void cake_die_pop(CakeDieHandler *h) {
   if (die_top == h) die_top = h->prev;
+}
+
+int make_dirs(const char *path) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(tmp, 0755);
+      *p = '/';
+    }
+  return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {

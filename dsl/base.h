@@ -56,6 +56,10 @@ void *cake_xmalloc(size_t size);
 void *cake_xcalloc(size_t n, size_t size);
 void *cake_xrealloc(void *p, size_t size);
 
+/* Creates the directory `path` and its missing parents (mode 0755): 0 when
+ * it exists afterwards, or -1 with errno set. */
+int make_dirs(const char *path);
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -13,8 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
@@ -48,7 +50,9 @@ static const char *const PTX_FEATURES = "+ptx88";
 struct Backend {
   MlirContext ctx;
   char ptxas[1024], fatbinary[1024];
-  int ptxas_targets_checked;
+  struct { char target[16]; int ok; } probed[8]; /* backend_can_assemble's answers */
+  int nprobed;
+  char *ptxas_version;
   Diag *diag;  /* for MLIR diagnostics during one compile */
 };
 
@@ -103,6 +107,7 @@ Backend *backend_create(Diag *diag, const char *cuda_root) {
 void backend_destroy(Backend *be) {
   if (!be) return;
   mlirContextDestroy(be->ctx);
+  free(be->ptxas_version);
   free(be);
 }
 
@@ -175,21 +180,59 @@ static void remove_tmpdir(const char *dir, const char *const *files, int nfiles)
   rmdir(dir);
 }
 
-static int ptxas_knows(Backend *be, const char *target) {
-  /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked each time */
-  if (strcmp(target, "sm_107a") != 0) return 1;
+/* Run ptxas with `arg` (and `arch` when not NULL) in a temporary directory;
+ * its exit status, its output in `log`. */
+static int ptxas_query(Backend *be, const char *arch, const char *arg, Buf *log) {
   char dir[1100];
-  if (make_tmpdir(dir, sizeof dir)) return 0;
+  if (make_tmpdir(dir, sizeof dir)) return -1;
+  char *argv[4] = {be->ptxas, NULL, NULL, NULL};
+  int na = 1;
+  if (arch) argv[na++] = (char *)arch;
+  argv[na] = (char *)arg;
+  int rc = run_tool(argv, dir, log);
+  remove_tmpdir(dir, NULL, 0);
+  return rc;
+}
+
+int backend_can_assemble(Backend *be, const char *target) {
+  /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked */
+  if (strcmp(target, "sm_107a") != 0) return 1;
+  for (int i = 0; i < be->nprobed; i++)
+    if (!strcmp(be->probed[i].target, target)) return be->probed[i].ok;
   char arch[64];
   snprintf(arch, sizeof arch, "-arch=%s", target);
-  char *argv[] = {be->ptxas, arch, "--version", NULL};
   Buf log;
   buf_init(&log);
-  int rc = run_tool(argv, dir, &log);
-  int ok = rc == 0 && !strstr(log.data ? log.data : "", "not defined");
+  int ok = ptxas_query(be, arch, "--version", &log) == 0 && !strstr(log.data ? log.data : "", "not defined");
   buf_free(&log);
-  remove_tmpdir(dir, NULL, 0);
+  if (be->nprobed < 8) {
+    snprintf(be->probed[be->nprobed].target, sizeof be->probed[0].target, "%s", target);
+    be->probed[be->nprobed++].ok = ok;
+  }
   return ok;
+}
+
+const char *backend_ptxas_version(Backend *be) {
+  if (!be->ptxas_version) {
+    Buf log;
+    buf_init(&log);
+    if (ptxas_query(be, NULL, "--version", &log) != 0) log.len = 0;
+    buf_puts(&log, "");
+    be->ptxas_version = buf_take(&log);
+  }
+  return be->ptxas_version;
+}
+
+static double cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double backend_tool_seconds(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_CHILDREN, &ru)) return 0;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 /* The integer written just before `label` in ptxas's -v report, or 0. */
@@ -363,8 +406,8 @@ static char *emit_ptx(Diag *diag, LLVMModuleRef lm, const char *cpu, char **llvm
   return ptx;
 }
 
-int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
-  if (!ptxas_knows(be, kb->target)) {
+static int assemble(Backend *be, Diag *diag, KernelBinary *kb) {
+  if (!backend_can_assemble(be, kb->target)) {
     char note[256];
     snprintf(note, sizeof note,
              "this ptxas cannot make an %s cubin; the fatbin carries %s PTX for the driver to compile", kb->target,
@@ -386,6 +429,13 @@ int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
   return 0;
 }
 
+int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
+  double t0 = backend_tool_seconds();
+  int rc = assemble(be, diag, kb);
+  kb->seconds[2] += backend_tool_seconds() - t0;
+  return rc;
+}
+
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
                     const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
                     KernelBinary *out) {
@@ -399,6 +449,7 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   }
   be->diag = diag;
   int errors0 = diag->errors;
+  double t0 = cpu_seconds();
   MlirLocation loc = mlirLocationUnknownGet(be->ctx);
   MlirModule mod = mlirModuleCreateEmpty(loc);
   MlirOperation mop = mlirModuleGetOperation(mod);
@@ -425,6 +476,8 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
     goto fail;
   }
   MlirOperation gmod = mlirBlockGetFirstOperation(mlirModuleGetBody(mod));
+  double t1 = cpu_seconds();
+  out->seconds[0] = t1 - t0;
   LLVMContextRef lctx = LLVMContextCreate();
   LLVMModuleRef lm = mlirTranslateModuleToLLVMIR(gmod, lctx);
   if (!lm) {
@@ -435,6 +488,7 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   out->ptx = emit_ptx(diag, lm, out->ptx_target, stop == EMIT_LLVM ? &out->llvm : NULL);
   LLVMDisposeModule(lm);
   LLVMContextDispose(lctx);
+  out->seconds[1] = cpu_seconds() - t1;
   if (!out->ptx) goto fail;
   mlirModuleDestroy(mod);
   be->diag = NULL;

@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cake.h"
 
@@ -130,6 +132,57 @@ static void too_many_kernel_arguments(void **st) {
   cake_result_free(r);
 }
 
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *s = calloc(1, 1 << 20);
+  fread(s, 1, (1 << 20) - 1, f);
+  fclose(f);
+  return s;
+}
+
+/* Jobs and the cache change no byte of a package (its manifest pins every
+ * file by sha256); an unusable cache directory is a warning. */
+static void jobs_and_cache_change_nothing(void **st) {
+  char dir[] = "/tmp/cake-api-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char cache[64], out[64], bad[128];
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  const struct { int jobs; const char *cache; const char *from_cache; } runs[] = {
+      {1, "", "(0 from the cache)"}, {3, cache, "(0 from the cache)"}, {2, cache, "(1 from the cache)"}};
+  char *first = NULL;
+  for (int i = 0; i < 3; i++) {
+    snprintf(out, sizeof out, "%s/o%d", dir, i);
+    cake_source src = {"api.cake", SPEC};
+    cake_options opt = {.emit = "package", .archs = "sm_90a", .output = out, .jobs = runs[i].jobs,
+                        .cache_dir = runs[i].cache, .timing = 1};
+    cake_result *r;
+    assert_int_equal(cake_compile(&src, 1, &opt, &r), 0);
+    assert_non_null(strstr(cake_result_notes(r), runs[i].from_cache));
+    cake_result_free(r);
+    snprintf(out, sizeof out, "%s/o%d/manifest.json", dir, i);
+    char *m = slurp(out);
+    assert_non_null(m);
+    if (!first) first = m;
+    else {
+      assert_string_equal(first, m);
+      free(m);
+    }
+  }
+  free(first);
+  snprintf(bad, sizeof bad, "%s/o0/manifest.json/cache", dir);
+  snprintf(out, sizeof out, "%s/o3", dir);
+  cake_source src = {"api.cake", SPEC};
+  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = out, .cache_dir = bad};
+  cake_result *r;
+  assert_int_equal(cake_compile(&src, 1, &opt, &r), 0);
+  assert_non_null(strstr(cake_result_notes(r), "warning: not using the cache"));
+  cake_result_free(r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(compiles_a_string_to_ptx),
@@ -138,6 +191,7 @@ int main(void) {
       cmocka_unit_test(same_output_twice),
       cmocka_unit_test(internal_error_returns_3),
       cmocka_unit_test(too_many_kernel_arguments),
+      cmocka_unit_test(jobs_and_cache_change_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

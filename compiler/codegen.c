@@ -1,0 +1,384 @@
+/* codegen.c - units, cache and worker processes of codegen.h.
+ *
+ * A unit's result travels as a record, from a worker through its pipe and
+ * to and from the cache: a magic line, then host-order 64-bit integers and
+ * length-prefixed byte strings (length -1: absent). Fields: errors, diagnostics, MLIR,
+ * LLVM IR, PTX, the PTX as generated (when ptxas was given another), cubin, note, shared bytes, registers, spill bytes, stack
+ * bytes, three timings. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "codegen.h"
+#include "jobs.h"
+
+#define RECORD_MAGIC "cake-unit 1"
+
+/* ---- records ---- */
+
+static void put_i64(Buf *b, int64_t v) { buf_put(b, &v, sizeof v); }
+
+static void put_f64(Buf *b, double v) { buf_put(b, &v, sizeof v); }
+
+static void put_blob(Buf *b, const void *p, size_t n, int present) {
+  put_i64(b, present ? (int64_t)n : -1);
+  if (present) buf_put(b, p, n);
+}
+
+static void put_str(Buf *b, const char *s) { put_blob(b, s, s ? strlen(s) : 0, s != NULL); }
+
+typedef struct Reader {
+  const char *p;
+  size_t left;
+  int bad;
+} Reader;
+
+static int64_t get_i64(Reader *r) {
+  int64_t v = 0;
+  if (r->left < sizeof v) {
+    r->bad = 1;
+    return 0;
+  }
+  memcpy(&v, r->p, sizeof v);
+  r->p += sizeof v;
+  r->left -= sizeof v;
+  return v;
+}
+
+static double get_f64(Reader *r) {
+  int64_t bits = get_i64(r);
+  double v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* A malloc'd copy (NUL-terminated), or NULL for an absent field. */
+static char *get_blob(Reader *r, size_t *len) {
+  int64_t n = get_i64(r);
+  if (r->bad || n < 0) return NULL;
+  if ((uint64_t)n > r->left) {
+    r->bad = 1;
+    return NULL;
+  }
+  char *s = malloc((size_t)n + 1);
+  memcpy(s, r->p, (size_t)n);
+  s[n] = 0;
+  r->p += n;
+  r->left -= (size_t)n;
+  if (len) *len = (size_t)n;
+  return s;
+}
+
+static void put_unit(Buf *b, int errors, const char *diag, const KernelBinary *kb, const char *ptx_generated,
+                     int with_times) {
+  buf_puts(b, RECORD_MAGIC);
+  put_i64(b, errors);
+  put_str(b, diag);
+  put_str(b, kb->mlir);
+  put_str(b, kb->llvm);
+  put_str(b, kb->ptx);
+  put_str(b, ptx_generated);
+  put_blob(b, kb->cubin, kb->cubin_len, kb->cubin != NULL);
+  put_str(b, kb->note);
+  put_i64(b, kb->shared_bytes);
+  put_i64(b, kb->registers);
+  put_i64(b, kb->spill_bytes);
+  put_i64(b, kb->stack_bytes);
+  for (int i = 0; i < 3; i++) put_f64(b, with_times ? kb->seconds[i] : 0.0);
+}
+
+/* Fill u from a record; -1 when it is malformed. */
+static int get_unit(CodegenUnit *u, const char *data, size_t n) {
+  size_t m = strlen(RECORD_MAGIC);
+  if (n < m || memcmp(data, RECORD_MAGIC, m) != 0) return -1;
+  Reader r = {data + m, n - m, 0};
+  KernelBinary *kb = &u->kb;
+  u->errors = (int)get_i64(&r);
+  u->diag = get_blob(&r, NULL);
+  kb->mlir = get_blob(&r, NULL);
+  kb->llvm = get_blob(&r, NULL);
+  kb->ptx = get_blob(&r, NULL);
+  u->ptx_generated = get_blob(&r, NULL);
+  kb->cubin = (unsigned char *)get_blob(&r, &kb->cubin_len);
+  kb->note = get_blob(&r, NULL);
+  kb->shared_bytes = (int)get_i64(&r);
+  kb->registers = (int)get_i64(&r);
+  kb->spill_bytes = (int)get_i64(&r);
+  kb->stack_bytes = (int)get_i64(&r);
+  for (int i = 0; i < 3; i++) kb->seconds[i] = get_f64(&r);
+  if (r.bad || r.left || (!u->errors && !kb->ptx)) {
+    free(u->diag);
+    free(u->ptx_generated);
+    u->diag = u->ptx_generated = NULL;
+    kernel_binary_free(kb);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- units ---- */
+
+void codegen_init(Codegen *g, Backend *be, EmitKind emit, int jobs, const char *cache_dir) {
+  memset(g, 0, sizeof *g);
+  g->be = be;
+  g->emit = emit;
+  g->jobs = jobs > 0 ? jobs : jobs_default();
+  /* the cache holds assembled units: it serves cubin, fatbin and package builds */
+  g->cache_dir = cache_dir && *cache_dir && emit >= EMIT_CUBIN ? cache_dir : NULL;
+}
+
+void codegen_free(Codegen *g) {
+  for (int i = 0; i < g->nunits; i++) {
+    kernel_binary_free(&g->units[i].kb);
+    free(g->units[i].diag);
+    free(g->units[i].ptx_generated);
+  }
+  free(g->units);
+  memset(g, 0, sizeof *g);
+}
+
+int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKernel *k, const KernelAbi *abi,
+                const char *target, const char *symbol) {
+  Buf t;
+  buf_init(&t);
+  buf_puts(&t, text);
+  buf_printf(&t, "emit %s\n", g->emit >= EMIT_CUBIN ? "cubin" : g->emit == EMIT_PTX ? "ptx" : "text");
+  if (g->cache_dir) buf_printf(&t, "ptxas %s\n", backend_ptxas_version(g->be));
+  char key[65];
+  sha256_hex(t.data, t.len, key);
+  buf_free(&t);
+  g->requests++;
+  for (int i = 0; i < g->nunits; i++)
+    if (!strcmp(g->units[i].key, key)) return i;
+  if (g->nunits == g->cap) {
+    g->cap = g->cap ? 2 * g->cap : 32;
+    g->units = realloc(g->units, sizeof *g->units * (size_t)g->cap);
+  }
+  CodegenUnit *u = &g->units[g->nunits];
+  memset(u, 0, sizeof *u);
+  memcpy(u->key, key, sizeof key);
+  u->p = p;
+  u->k = k;
+  u->abi = abi;
+  u->target = target;
+  u->symbol = symbol;
+  u->size = strlen(text);
+  return g->nunits++;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Largest units first, so that no long one starts last (then in order). */
+typedef struct SizedUnit {
+  size_t size;
+  int unit;
+} SizedUnit;
+
+static int by_size(const void *a, const void *b) {
+  const SizedUnit *x = a, *y = b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  return x->unit - y->unit;
+}
+
+typedef struct UnitWork {
+  Codegen *g;
+  const int *todo; /* unit index per task */
+} UnitWork;
+
+static void unit_task(void *ctx, int i, Buf *out) {
+  UnitWork *w = ctx;
+  const CodegenUnit *u = &w->g->units[w->todo[i]];
+  Arena arena;
+  arena_init(&arena);
+  Diag d;
+  diag_init(&d, 1 << 30);
+  KernelBinary kb;
+  EmitKind stop = w->g->emit < EMIT_PTX ? w->g->emit : EMIT_PTX;
+  int rc = backend_compile(w->g->be, &arena, &d, u->p, u->k, u->abi, u->target, u->symbol, stop, &kb);
+  /* ptxas may be given a changed PTX (see backend_assemble); the names
+   * derive from the PTX as generated */
+  char *generated = rc == 0 ? strdup(kb.ptx) : NULL;
+  if (rc == 0 && w->g->emit >= EMIT_CUBIN) rc = backend_assemble(w->g->be, &d, &kb);
+  int same = !generated || !kb.ptx || !strcmp(generated, kb.ptx);
+  put_unit(out, rc ? (d.errors ? d.errors : 1) : 0, d.out.data ? d.out.data : "", &kb, same ? NULL : generated, 1);
+  free(generated);
+  kernel_binary_free(&kb);
+  diag_free(&d);
+  arena_free(&arena);
+}
+
+static void note_cache_trouble(Codegen *g, Buf *notes, const char *why) {
+  if (!g->cache_warned)
+    buf_printf(notes, "cakec: warning: not using the cache in '%s': %s; compiling without it\n", g->cache_dir, why);
+  g->cache_warned = 1;
+  g->cache_dir = NULL;
+}
+
+static char *died_message(const char *what) {
+  Diag d;
+  diag_init(&d, 1);
+  diag_plain(&d, "internal error: %s: its worker process stopped without a result", what);
+  char *s = buf_take(&d.out);
+  diag_free(&d);
+  return s;
+}
+
+/* What a record does not carry: the unit's name and targets. */
+static void label(CodegenUnit *u) {
+  u->kb.symbol = strdup(u->symbol);
+  u->kb.target = u->target;
+  u->kb.ptx_target = backend_ptx_target(u->target);
+}
+
+void codegen_run(Codegen *g, Buf *notes) {
+  double t0 = now_seconds();
+  int *todo = malloc(sizeof(int) * (size_t)(g->nunits + 1));
+  int ntodo = 0;
+  for (int i = 0; i < g->nunits; i++) {
+    CodegenUnit *u = &g->units[i];
+    if (g->cache_dir) {
+      Buf b;
+      buf_init(&b);
+      int st = cache_get(g->cache_dir, u->key, &b);
+      int ok = st == CACHE_HIT && get_unit(u, b.data, b.len) == 0;
+      if (ok && u->errors) { /* never stored: treat as damaged */
+        free(u->diag);
+        free(u->ptx_generated);
+        u->diag = u->ptx_generated = NULL;
+        kernel_binary_free(&u->kb);
+        u->errors = 0;
+        ok = 0;
+      }
+      if (ok) {
+        label(u);
+        u->cached = 1;
+        g->cache_hits++;
+      } else if (st != CACHE_ABSENT) {
+        g->cache_corrupt++;
+        buf_printf(notes, "cakec: warning: cache entry %s is damaged; compiling the kernel again\n", u->key);
+      }
+      buf_free(&b);
+      if (u->cached) continue;
+    }
+    todo[ntodo++] = i;
+  }
+  SizedUnit *order = malloc(sizeof *order * (size_t)(ntodo + 1));
+  for (int i = 0; i < ntodo; i++) order[i] = (SizedUnit){g->units[todo[i]].size, todo[i]};
+  qsort(order, (size_t)ntodo, sizeof *order, by_size);
+  for (int i = 0; i < ntodo; i++) todo[i] = order[i].unit;
+  free(order);
+  /* learned here, inherited by the workers */
+  if (g->emit >= EMIT_CUBIN)
+    for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);
+  Buf *out = calloc((size_t)ntodo + 1, sizeof(Buf));
+  int *died = calloc((size_t)ntodo + 1, sizeof(int));
+  UnitWork w = {g, todo};
+  jobs_run(g->jobs, ntodo, unit_task, &w, out, died);
+  for (int t = 0; t < ntodo; t++) {
+    CodegenUnit *u = &g->units[todo[t]];
+    if (died[t] || get_unit(u, out[t].data, out[t].len) != 0) {
+      char what[600];
+      snprintf(what, sizeof what, "code generation of kernel '%s' for %s", u->k->name, u->target);
+      u->errors = 1;
+      u->diag = died_message(what);
+    }
+    buf_free(&out[t]);
+    label(u);
+    for (int s = 0; s < 3; s++) g->seconds[s] += u->kb.seconds[s];
+    if (g->cache_dir && !u->errors) {
+      Buf rec, why;
+      buf_init(&rec);
+      buf_init(&why);
+      put_unit(&rec, 0, NULL, &u->kb, u->ptx_generated, 0);
+      if (cache_put(g->cache_dir, u->key, rec.data, rec.len, &why)) note_cache_trouble(g, notes, why.data);
+      buf_free(&rec);
+      buf_free(&why);
+    }
+  }
+  free(out);
+  free(died);
+  free(todo);
+  g->wall[0] = now_seconds() - t0;
+}
+
+void codegen_copy(const Codegen *g, int u, KernelBinary *out) {
+  const KernelBinary *kb = &g->units[u].kb;
+  *out = *kb;
+  out->symbol = kb->symbol ? strdup(kb->symbol) : NULL;
+  out->mlir = kb->mlir ? strdup(kb->mlir) : NULL;
+  out->llvm = kb->llvm ? strdup(kb->llvm) : NULL;
+  out->ptx = kb->ptx ? strdup(kb->ptx) : NULL;
+  out->note = kb->note ? strdup(kb->note) : NULL;
+  out->cubin = NULL;
+  if (kb->cubin) {
+    out->cubin = malloc(kb->cubin_len ? kb->cubin_len : 1);
+    memcpy(out->cubin, kb->cubin, kb->cubin_len);
+  }
+}
+
+/* ---- fatbins ---- */
+
+typedef struct FatbinWork {
+  Codegen *g;
+  FatbinJob *jobs;
+} FatbinWork;
+
+static void fatbin_task(void *ctx, int i, Buf *out) {
+  FatbinWork *w = ctx;
+  const FatbinJob *j = &w->jobs[i];
+  Diag d;
+  diag_init(&d, 1 << 30);
+  unsigned char *fb = NULL;
+  size_t fl = 0;
+  double t0 = backend_tool_seconds();
+  int rc = backend_fatbin(w->g->be, &d, j->bins, j->n, &fb, &fl);
+  put_i64(out, rc ? (d.errors ? d.errors : 1) : 0);
+  put_str(out, d.out.data ? d.out.data : "");
+  put_blob(out, fb, fl, rc == 0);
+  put_f64(out, backend_tool_seconds() - t0);
+  free(fb);
+  diag_free(&d);
+}
+
+void codegen_fatbins(Codegen *g, FatbinJob *jobs, int n) {
+  double t0 = now_seconds();
+  Buf *out = calloc((size_t)n + 1, sizeof(Buf));
+  int *died = calloc((size_t)n + 1, sizeof(int));
+  FatbinWork w = {g, jobs};
+  jobs_run(g->jobs, n, fatbin_task, &w, out, died);
+  for (int i = 0; i < n; i++) {
+    FatbinJob *j = &jobs[i];
+    Reader r = {out[i].data, out[i].len, 0};
+    j->errors = (int)get_i64(&r);
+    j->diag = get_blob(&r, NULL);
+    j->data = (unsigned char *)get_blob(&r, &j->len);
+    g->seconds[3] += get_f64(&r);
+    if (died[i] || r.bad || r.left || (!j->errors && !j->data)) {
+      free(j->diag);
+      free(j->data);
+      j->data = NULL;
+      j->errors = 1;
+      j->diag = died_message("fatbinary");
+    }
+    buf_free(&out[i]);
+  }
+  free(out);
+  free(died);
+  g->wall[1] = now_seconds() - t0;
+}
+
+void codegen_report(const Codegen *g, Buf *notes) {
+  buf_printf(notes,
+             "cakec: time: %d kernel compilations in %d units (%d from the cache), %d jobs: "
+             "%.2f s elapsed for the units (CPU: MLIR %.2f s, LLVM + NVPTX %.2f s, ptxas %.2f s), "
+             "%.2f s for the fatbins (CPU: fatbinary %.2f s)\n",
+             g->requests, g->nunits, g->cache_hits, g->jobs, g->wall[0], g->seconds[0], g->seconds[1], g->seconds[2],
+             g->wall[1], g->seconds[3]);
+}

@@ -1,0 +1,78 @@
+/* codegen.h - code generation for many kernels and targets at once: shared
+ * units, the on-disk cache, parallel jobs.
+ *
+ * Contract: the driver adds one request per (kernel, target) with the text
+ * that determines the kernel's code (its CIR, the program's declarations,
+ * the target, the code generation options, the compiler version: the digest
+ * text without the variant name). Requests with the same text share one
+ * unit, compiled once, under a placeholder symbol (the driver names each
+ * copy afterwards, so sharing changes no byte of the output). codegen_run()
+ * then takes each unit from the cache when one is set and holds it, and
+ * compiles the others in `jobs` worker processes (backend_compile, then
+ * ptxas when cubins are wanted), and stores them in the cache. Fatbins are
+ * made in parallel the same way by codegen_fatbins(). Results are indexed
+ * by unit and job, never by completion order. Cache trouble is a warning in
+ * `notes`, never an error.
+ */
+#ifndef CAKE_CODEGEN_H
+#define CAKE_CODEGEN_H
+
+#include "backend.h"
+
+typedef struct CodegenUnit {
+  char key[65];           /* sha256 of the request text (+ ptxas version with a cache) */
+  const CirProgram *p;    /* the first request's program and kernel */
+  const CirKernel *k;
+  const KernelAbi *abi;
+  const char *target;
+  const char *symbol;     /* the placeholder name it is compiled under */
+  KernelBinary kb;        /* the result (valid when errors == 0) */
+  char *ptx_generated;    /* the PTX as generated, when ptxas was given another one (NULL: kb.ptx) */
+  char *diag;             /* its diagnostics (errors when errors > 0) */
+  int errors;
+  int cached;             /* taken from the cache */
+  size_t size;            /* the length of its request text: the work it is expected to take */
+} CodegenUnit;
+
+typedef struct FatbinJob {
+  const KernelBinary *bins; /* one per target, named */
+  int n;
+  unsigned char *data;      /* the result, malloc'd */
+  size_t len;
+  char *diag;
+  int errors;
+} FatbinJob;
+
+typedef struct Codegen {
+  Backend *be;
+  EmitKind emit;          /* what the compilation emits: cubins are made for >= EMIT_CUBIN */
+  int jobs;
+  const char *cache_dir;  /* NULL: no cache */
+  CodegenUnit *units;
+  int nunits, cap, requests;
+  int cache_hits, cache_corrupt, cache_warned;
+  double seconds[4];      /* CPU time summed over the units compiled: MLIR, LLVM + NVPTX, ptxas; fatbinary */
+  double wall[2];         /* elapsed: units, fatbins */
+} Codegen;
+
+void codegen_init(Codegen *g, Backend *be, EmitKind emit, int jobs, const char *cache_dir);
+void codegen_free(Codegen *g);
+
+/* The unit for this request (an existing one when `text` matches). The
+ * pointers must stay valid until codegen_free. */
+int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKernel *k, const KernelAbi *abi,
+                const char *target, const char *symbol);
+
+/* Compile every unit; warnings about the cache go to `notes`. */
+void codegen_run(Codegen *g, Buf *notes);
+
+/* Make the fatbin of every job. */
+void codegen_fatbins(Codegen *g, FatbinJob *jobs, int n);
+
+/* A deep copy of unit u's result. */
+void codegen_copy(const Codegen *g, int u, KernelBinary *out);
+
+/* One line of where the time went (for --time). */
+void codegen_report(const Codegen *g, Buf *notes);
+
+#endif
