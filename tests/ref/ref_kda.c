@@ -1,6 +1,7 @@
 #include "ref_kda.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,11 +74,45 @@ void ref_kda_fwd_heads(const KdaOptions *opt, int64_t T, int64_t H, int K, int V
   ref_kda_fwd_gva_heads(opt, T, H, H, K, V, cu, ndocs, q, k, v, g, beta, A_log, dt_bias, h0, o, ht, h_begin, h_end);
 }
 
+int ref_kda_threads = 1;
+
+typedef struct FwdWork {
+  const KdaOptions *opt;
+  int64_t T, H, HV;
+  int K, V;
+  const int32_t *cu;
+  int64_t ndocs;
+  const double *q, *k, *v, *g, *beta, *A_log, *dt_bias, *h0;
+  double *o, *ht;
+  int64_t hv_begin, hv_end;
+} FwdWork;
+
+static void *fwd_heads(void *arg) {
+  const FwdWork *w = arg;
+  ref_kda_fwd_gva_heads(w->opt, w->T, w->H, w->HV, w->K, w->V, w->cu, w->ndocs, w->q, w->k, w->v, w->g, w->beta,
+                        w->A_log, w->dt_bias, w->h0, w->o, w->ht, w->hv_begin, w->hv_end);
+  return NULL;
+}
+
 void ref_kda_fwd_gva(const KdaOptions *opt, int64_t T, int64_t H, int64_t HV, int K, int V, const int32_t *cu,
                      int64_t ndocs, const double *q, const double *k, const double *v, const double *g,
                      const double *beta, const double *A_log, const double *dt_bias, const double *h0, double *o,
                      double *ht) {
-  ref_kda_fwd_gva_heads(opt, T, H, HV, K, V, cu, ndocs, q, k, v, g, beta, A_log, dt_bias, h0, o, ht, 0, HV);
+  /* value heads are independent: split them over ref_kda_threads workers */
+  int nt = ref_kda_threads < 1 ? 1 : ref_kda_threads > HV ? (int)HV : ref_kda_threads;
+  if (nt > 64) nt = 64;
+  FwdWork w[64];
+  pthread_t tid[64];
+  for (int i = 0; i < nt; i++) {
+    w[i] = (FwdWork){opt, T, H, HV, K, V, cu, ndocs, q, k, v, g, beta, A_log, dt_bias, h0, o, ht,
+                     HV * i / nt, HV * (i + 1) / nt};
+    if (i == nt - 1 || pthread_create(&tid[i], NULL, fwd_heads, &w[i]) != 0) {
+      fwd_heads(&w[i]);
+      tid[i] = 0;
+    }
+  }
+  for (int i = 0; i < nt; i++)
+    if (tid[i]) pthread_join(tid[i], NULL);
 }
 
 void ref_kda_fwd_gva_heads(const KdaOptions *opt, int64_t T, int64_t H, int64_t HV, int K, int V, const int32_t *cu,

@@ -94,6 +94,11 @@ typedef struct KdaGrads {
  *   dS <- Diag(exp(g_t)) dS';  dlogdecay_t[i] = exp(g_t[i]) sum_j S_{t-1}[i,j] dS'[i,j]
  * (S_{t-1} the state before token t, S' after its decay, S_t after its update),
  * then the chain rules through the gate, the beta sigmoid and the L2 norm. */
+/* Worker threads the forward and backward references may use (default 1):
+ * heads are split among them; the results are the same bits whatever the
+ * count. */
+extern int ref_kda_threads;
+
 void ref_kda_bwd(const KdaOptions *opt, int64_t T, int64_t H, int64_t HV, int K, int V, const int32_t *cu,
                  int64_t ndocs, const double *q, const double *k, const double *v, const double *g,
                  const double *beta, const double *A_log, const double *dt_bias, const double *h0,

@@ -3,6 +3,7 @@
  * per-token states of a re-run forward kept in memory, then the chain rules
  * through the gate, the beta sigmoid and the q/k L2 norm. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,21 @@ static void bwd_doc_head(Bwd *b, int64_t d, int64_t hv, int64_t lo, int64_t hi) 
   free(states), free(dS), free(tok.qn), free(tok.kn), free(tok.gt), free(w.Sd), free(w.r), free(w.du);
 }
 
+typedef struct HeadWork {
+  Bwd *b;
+  const int32_t *cu;
+  int64_t nd, h_begin, h_end; /* key heads [h_begin, h_end) */
+} HeadWork;
+
+static void *bwd_heads(void *arg) {
+  HeadWork *w = arg;
+  int64_t G = w->b->HV / w->b->H;
+  for (int64_t d = 0; d < w->nd; d++)
+    for (int64_t hv = w->h_begin * G; hv < w->h_end * G; hv++)
+      bwd_doc_head(w->b, d, hv, w->cu ? w->cu[d] : 0, w->cu ? w->cu[d + 1] : w->b->T);
+  return NULL;
+}
+
 /* dx = r (dy - y (y . dy)) for y = x r, r = 1 / sqrt(sum x^2 + 1e-6). */
 static void normalize_back(const double *x, const double *dy, int n, int on, double *dx) {
   if (!on) {
@@ -199,8 +215,22 @@ void ref_kda_bwd(const KdaOptions *opt, int64_t T, int64_t H, int64_t HV, int K,
   Bwd b = {opt, T, H, HV, K, V, q, k, v, g, beta, A_log, dt_bias, h0, do_, dht,
            zeros(nqk), zeros(nqk), zeros((size_t)T * HV * V), zeros(ng), zeros((size_t)T * HV),
            zeros((size_t)nd * HV * kv)};
-  for (int64_t d = 0; d < nd; d++) /* heads in ascending order: the group sums into dq, dk are fixed */
-    for (int64_t hv = 0; hv < HV; hv++) bwd_doc_head(&b, d, hv, cu ? cu[d] : 0, cu ? cu[d + 1] : T);
+  /* Key heads are independent: each worker takes whole key heads (their
+   * value heads in ascending order, document by document), so every group
+   * sum into dq, dk is made in the same order whatever the thread count. */
+  int nt = ref_kda_threads < 1 ? 1 : ref_kda_threads > H ? (int)H : ref_kda_threads;
+  HeadWork work[64];
+  pthread_t tid[64];
+  if (nt > 64) nt = 64;
+  for (int i = 0; i < nt; i++) {
+    work[i] = (HeadWork){&b, cu, nd, H * i / nt, H * (i + 1) / nt};
+    if (i == nt - 1 || pthread_create(&tid[i], NULL, bwd_heads, &work[i]) != 0) {
+      bwd_heads(&work[i]);
+      tid[i] = 0;
+    }
+  }
+  for (int i = 0; i < nt; i++)
+    if (tid[i]) pthread_join(tid[i], NULL);
   qk_chain(&b, grads);
   gate_chain(&b, grads);
   beta_chain(&b, grads);

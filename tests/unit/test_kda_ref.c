@@ -271,12 +271,39 @@ static void fd_check_flags_a_wrong_gradient(void **st) {
   problem_free(&p);
 }
 
+/* Threads split the key heads; the gradients are the same bits whatever
+ * their number (GVA, several documents). */
+static void threads_give_the_same_bits(void **st) {
+  (void)st;
+  Case c = {KDA_GATE_SOFTPLUS, 1, 1, 13, 3, 6, 4, 5, 3, {0, 4, 5, 13}, 1, 1, 0};
+  Problem p;
+  problem_init(&p, &c);
+  backward(&p);
+  double *an[NGRADS] = {p.gr.dq, p.gr.dk, p.gr.dv, p.gr.dg, p.gr.dbeta, p.gr.dA_log, p.gr.ddt_bias, p.gr.dh0};
+  size_t n[NGRADS] = {p.nqk, p.nqk, p.nv, p.ng, p.nb, (size_t)c.HV, (size_t)(c.HV * c.K), p.ns};
+  double *one[NGRADS];
+  for (int gi = 0; gi < NGRADS; gi++) {
+    one[gi] = alloc(n[gi]);
+    memcpy(one[gi], an[gi], n[gi] * 8);
+  }
+  for (int threads = 2; threads <= 4; threads++) {
+    ref_kda_threads = threads;
+    for (int gi = 0; gi < NGRADS; gi++) memset(an[gi], 0xff, n[gi] * 8);
+    backward(&p);
+    for (int gi = 0; gi < NGRADS; gi++) assert_memory_equal(an[gi], one[gi], n[gi] * 8);
+  }
+  ref_kda_threads = 1;
+  for (int gi = 0; gi < NGRADS; gi++) free(one[gi]);
+  problem_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(fd_all_options),
       cmocka_unit_test(fd_norm_of_small_rows),
       cmocka_unit_test(gva_matches_replicated_heads),
       cmocka_unit_test(fd_check_flags_a_wrong_gradient),
+      cmocka_unit_test(threads_give_the_same_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
