@@ -199,6 +199,42 @@ cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_
 cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
                             size_t workspace_bytes, void *stream);
 
+/* ---- KDA training convenience entry (the program kda_train of specs/kda) --
+ * The training forward (o, ht, and what the backward keeps in the saved
+ * area) and the backward (every gradient), with the variant chosen from the
+ * options and the save mode: "ckpt" (nothing saved; the backward recomputes
+ * the per-chunk states) or "states" (the forward saves them: 1,024 bytes per
+ * chunk-token and head). The saved area lives from the forward to the
+ * backward; both calls take the same plan, workspace and saved area.
+ *   cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0};
+ *   cake_plan *plan;  cake_kda_train_plan(pkg, &opt, "ckpt", T, H, cu_host, ndocs, &plan);
+ *   size_t ws, sv;  cake_plan_workspace_bytes(plan, &ws);  cake_plan_saved_bytes(plan, &sv);
+ *   cake_kda_train_tensors t = {.q = ..., .do_ = ..., .dq = ..., ...};
+ *   cake_kda_train_forward(plan, &t, work, ws, saved, sv, stream);
+ *   ... loss ...
+ *   cake_kda_train_backward(plan, &t, work, ws, saved, sv, stream);
+ * vblock must be 0 (kda_train has one V block size). */
+typedef struct cake_kda_train_tensors {
+  cake_tensor q, k, v, g, beta, A_log, dt_bias, h0; /* inputs, as in cake_kda_tensors */
+  cake_tensor o, ht;                                /* forward outputs (ht optional) */
+  cake_tensor do_;                                  /* bf16 [T, H, 128]: the gradient of o */
+  cake_tensor dht;                                  /* f32 [N, H, 128, 128]: the gradient of ht, optional */
+  cake_tensor dq, dk, dv;                           /* bf16, shaped like q, k, v */
+  cake_tensor dg;                                   /* f32 [T, H, 128]: w.r.t. the raw gate (the log-decay
+                                                       for gate "external") */
+  cake_tensor dbeta;                                /* f32 [T, H]: w.r.t. the logits when beta_logits */
+  cake_tensor dA_log, ddt_bias;                     /* f32 [H], [H, 128] (not with gate "external") */
+  cake_tensor dh0;                                  /* f32 [N, H, 128, 128], optional */
+} cake_kda_train_tensors;
+
+cake_status cake_kda_train_plan(const cake_package *pkg, const cake_kda_options *opt, const char *save, int64_t T,
+                                int64_t H, const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
+cake_status cake_kda_train_forward(cake_plan *plan, const cake_kda_train_tensors *t, uint64_t workspace,
+                                   size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
+cake_status cake_kda_train_backward(cake_plan *plan, const cake_kda_train_tensors *t, uint64_t workspace,
+                                    size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
+
+
 /* The multiprocessor count of the current device; leaves *n alone without one.
  * Without a driver, the message names libcuda.so.1 and the loader's reason. */
 cake_status cake_device_sm_count(int *n);
