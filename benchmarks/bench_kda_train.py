@@ -266,10 +266,8 @@ def run_case(args, fb, cake, chunk_kda, variant, skey):
         rec['cake'][save] = r
         prev = (save, outs)
         plan.free()
-        del work, saved, named, ts, fwd, bwd
+        work = saved = named = ts = fwd = bwd = None
         torch.cuda.empty_cache()
-    del case, Lv, do, inputs, ref, prev
-    torch.cuda.empty_cache()
     return rec
 
 
@@ -277,7 +275,7 @@ def table(rows, top):
     nan = float('nan')
     names = ('o',) + tuple(GRADS)
     print('\n| shape | variant | mode | fla fwd+bwd ms | cake fwd+bwd ms | fla / cake | cake fwd ms | cake bwd ms | '
-          f'top stages (ms) | cake bytes (ws+saved) | fla bytes | err {" ".join(names)} |')
+          f'top stages (ms) | cake bytes (ws+saved) | fla bytes (peak - outputs) | err {" ".join(names)} |')
     print('|' + '---|' * 12)
     for r in rows:
         fla = r.get('fla_fwdbwd', {}).get('median_ms', nan)
@@ -288,7 +286,9 @@ def table(rows, top):
             st.sort(key=lambda x: -x[1])
             tops = ', '.join(f'{s} {ms:.2f}' for s, ms in st[:top])
             err = ' '.join(f'{c["err_ratio"][n]:.1e}' for n in names) if 'err_ratio' in c else '-'
-            print(f"| {shape_name(dict(T=r['T'], H=r['H'], seqlens=r['seqlens']))} | {r['variant']} | {save} | "
+            mode = save + ''.join(f' ({"bitwise =" if v else "differs from"} {k[11:]})'
+                                  for k, v in c.items() if k.startswith('bitwise_vs_'))
+            print(f"| {shape_name(dict(T=r['T'], H=r['H'], seqlens=r['seqlens']))} | {r['variant']} | {mode} | "
                   f"{fla:.3f} | {ck:.3f} | {fla / ck:.2f} | {c['fwd']['median_ms']:.3f} | "
                   f"{c['bwd']['median_ms']:.3f} | {tops} | {c['bytes'] / 2**30:.2f} GiB | "
                   f"{'-' if fb_ is None else f'{fb_ / 2**30:.2f} GiB'} | {err} |")
@@ -341,6 +341,7 @@ def main():
                     print(f'# skipped {variant} {skey}: past --deadline {args.deadline:.0f} s', flush=True)
                     continue
                 rec = run_case(args, fb, cake, chunk_kda, variant, skey)
+                torch.cuda.empty_cache()
                 rec['t_s'] = round(time.time() - t0, 1)
                 print(json.dumps(rec), flush=True)
                 results.write(json.dumps(rec) + '\n')

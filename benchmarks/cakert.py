@@ -30,7 +30,7 @@ class Binding(C.Structure):  # cake_binding
 
 # the layouts of cake_runtime.h on LP64 (x86-64, aarch64)
 assert C.sizeof(Tensor) == 112 and Tensor.dtype.offset == 8 and Tensor.shape.offset == 16
-assert Tensor.strides.offset == 64
+assert Tensor.rank.offset == 12 and Tensor.strides.offset == 64
 assert C.sizeof(Binding) == 120 and Binding.tensor.offset == 8
 
 
