@@ -7,7 +7,7 @@ Inputs come from the anchor harness (../shared/bench/fla_bench.py, copied into
 gate, q/k L2 norm and beta sigmoid in the kernels; 'safe': the bounded gate).
 Cake is called through libcakert with ctypes on the same torch tensors. Both are
 timed with triton.testing.do_bench (median, L2 flushed between runs); Cake's
-stages are timed from the torch profiler. Cake's output is also compared with
+stages are timed through the one-stage entries fwd_prep and fwd_chain. Cake's output is also compared with
 fla's (error ratio) as a sanity check.
 
     python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor \
@@ -15,84 +15,12 @@ fla's (error ratio) as a sanity check.
 """
 import argparse
 import ctypes as C
-import importlib.util
 import json
-import math
 import os
 import sys
-import time
 
-K = V = 128
-
-
-class Tensor(C.Structure):
-    _fields_ = [('data', C.c_uint64), ('dtype', C.c_int), ('rank', C.c_int),
-                ('shape', C.c_int64 * 6), ('strides', C.c_int64 * 6)]
-
-
-class KdaOptions(C.Structure):
-    _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
-                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int)]
-
-
-class KdaTensors(C.Structure):
-    _fields_ = [(n, Tensor) for n in ('q', 'k', 'v', 'g', 'beta', 'A_log', 'dt_bias', 'h0', 'o', 'ht')]
-
-
-BF16, F16, F32, I32 = 0, 1, 2, 3
-
-
-def tensor(t, shape=None):
-    import torch
-    if t is None:
-        return Tensor()
-    assert t.is_contiguous()
-    dt = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32}[t.dtype]
-    shape = list(shape if shape is not None else t.shape)
-    x = Tensor()
-    x.data, x.dtype, x.rank = t.data_ptr(), dt, len(shape)
-    for i, s in enumerate(shape):
-        x.shape[i] = s
-    return x
-
-
-class Cake:
-    def __init__(self, lib, package):
-        self.lib = C.CDLL(lib)
-        L = self.lib
-        L.cake_last_error.restype = C.c_char_p
-        L.cake_package_load.argtypes = [C.c_char_p, C.c_void_p, C.POINTER(C.c_void_p)]
-        L.cake_kda_plan.argtypes = [C.c_void_p, C.POINTER(KdaOptions), C.c_int64, C.c_int64,
-                                    C.POINTER(C.c_int32), C.c_int64, C.POINTER(C.c_void_p)]
-        L.cake_plan_workspace_bytes.argtypes = [C.c_void_p, C.POINTER(C.c_size_t)]
-        L.cake_kda_launch.argtypes = [C.c_void_p, C.c_char_p, C.POINTER(KdaTensors), C.c_uint64, C.c_size_t,
-                                      C.c_void_p]
-        L.cake_plan_free.argtypes = [C.c_void_p]
-        self.pkg = C.c_void_p()
-        self.check(L.cake_package_load(package.encode(), None, C.byref(self.pkg)), 'cake_package_load')
-
-    def check(self, rc, what):
-        if rc != 0:
-            raise RuntimeError(f'{what}: {self.lib.cake_last_error().decode()}')
-
-    def plan(self, gate, T, H, cu, vblock=0):
-        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock)
-        p = C.c_void_p()
-        if cu is not None:
-            arr = (C.c_int32 * len(cu))(*cu)
-            self.check(self.lib.cake_kda_plan(self.pkg, C.byref(opt), T, H, arr, len(cu) - 1, C.byref(p)), 'plan')
-        else:
-            self.check(self.lib.cake_kda_plan(self.pkg, C.byref(opt), T, H, None, 0, C.byref(p)), 'plan')
-        ws = C.c_size_t()
-        self.check(self.lib.cake_plan_workspace_bytes(p, C.byref(ws)), 'workspace')
-        return p, ws.value
-
-
-def load_anchor(path):
-    spec = importlib.util.spec_from_file_location('fla_bench', os.path.join(path, 'fla_bench.py'))
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cakert import K, V, Cake, KdaTensors, Tensor, load_anchor, tensor  # noqa: E402
 
 
 def main():
@@ -111,7 +39,6 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     import torch
     import triton.testing
-    from torch.profiler import ProfilerActivity, profile
 
     fb = load_anchor(args.anchor)
     chunk_kda = None
@@ -136,7 +63,7 @@ def main():
             B, T, H = shape['B'], shape['T'], shape['H']
             assert B == 1
             cu = [int(x) for x in case['cu_cpu'].tolist()] if case['cu_cpu'] is not None else None
-            plan, ws = cake.plan(gate, T, H, cu, args.vblock)
+            plan, ws = cake.kda_plan(gate, T, H, cu, args.vblock)
             work = torch.empty(max(ws, 256), dtype=torch.uint8, device='cuda')
             o = torch.empty(T, H, V, dtype=torch.bfloat16, device='cuda')
             t = KdaTensors(q=tensor(L['q'], (T, H, K)), k=tensor(L['k'], (T, H, K)), v=tensor(L['v'], (T, H, V)),

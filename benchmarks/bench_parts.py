@@ -8,17 +8,11 @@ Used with benchmarks/kda_prep_parts.cake to find where a stage spends its time
         --package .carry/parts --program kda_prep_parts --dims T=32768,H=16
 """
 import argparse
-import ctypes as C
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_kda import Cake, Tensor, tensor  # noqa: E402
-
-
-class Binding(C.Structure):
-    _fields_ = [('name', C.c_char_p), ('tensor', Tensor)]
+from cakert import Cake, tensor  # noqa: E402
 
 
 def main():
@@ -32,27 +26,16 @@ def main():
     import torch
     import triton.testing
     cake = Cake(args.lib, args.package)
-    L, pkg, check = cake.lib, cake.pkg, cake.check
-    L.cake_plan_chunk_count.restype = C.c_int64
-    L.cake_launch.argtypes = [C.c_void_p, C.c_char_p, C.c_void_p, C.c_int, C.c_uint64, C.c_size_t, C.c_uint64,
-                              C.c_size_t, C.c_void_p]
-    manifest = json.load(open(os.path.join(args.package, 'manifest.json')))
+    manifest = cake.manifest()
     dims = dict(kv.split('=') for kv in args.dims.split(','))
     dt = {'bf16': torch.bfloat16, 'f16': torch.float16, 'f32': torch.float32, 'i32': torch.int32}
     for prog in manifest['programs']:
         if prog['name'] != args.program:
             continue
-        p = C.c_void_p()
-        check(L.cake_package_variant(pkg, prog['name'].encode(), prog['variant'].encode(), C.byref(p)), 'variant')
-        plan = C.c_void_p()
-        check(L.cake_plan_create(p, C.byref(plan)), 'plan')
-        for k, v in dims.items():
-            check(L.cake_plan_set_dim(plan, k.encode(), C.c_int64(int(v))), f'dim {k}')
-        check(L.cake_plan_finalize(plan), 'finalize')
-        ws = C.c_size_t()
-        check(L.cake_plan_workspace_bytes(plan, C.byref(ws)), 'ws')
+        p, _ = cake.variant(prog['name'], prog['variant'])
+        plan = cake.plan(p, {k: int(v) for k, v in dims.items()})
         env = dict((k, int(v)) for k, v in dims.items())
-        env['chunks'] = L.cake_plan_chunk_count(plan)
+        env['chunks'] = plan.chunks
         env['N'] = 1
         keep, binds = [], []
         for t in prog['tensors']:
@@ -61,14 +44,9 @@ def main():
             shape = [env[s] if isinstance(s, str) else s for s in t['shape']]
             x = torch.randn(*shape, device='cuda').to(dt[t['dtype']])
             keep.append(x)
-            binds.append(Binding(t['name'].encode(), tensor(x)))
-        arr = (Binding * len(binds))(*binds)
-        work = torch.empty(max(ws.value, 256), dtype=torch.uint8, device='cuda')
-        stream = torch.cuda.current_stream().cuda_stream
-
-        def run():
-            check(L.cake_launch(plan, b'fwd', arr, len(binds), work.data_ptr(), ws.value, 0, 0, stream), 'launch')
-
+            binds.append((t['name'], tensor(x)))
+        work = torch.empty(max(plan.workspace_bytes, 256), dtype=torch.uint8, device='cuda')
+        run = plan.launcher('fwd', binds, work.data_ptr(), 0, torch.cuda.current_stream().cuda_stream)
         run()
         torch.cuda.synchronize()
         ms = triton.testing.do_bench(run, warmup=20, rep=args.rep)

@@ -4,7 +4,8 @@
 #   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
-#   .carry/gpu.sh bench|parts (GPU machine)   benchmarks (benchmarks/README.md)
+#   .carry/gpu.sh bench|bench-train|parts
+#                             (GPU machine)   benchmarks (benchmarks/README.md)
 # The GPU machine needs CUDA and a driver but no LLVM/MLIR: everything is built
 # on the build machine and the .carry/ folder is copied over. Logs go to
 # $CAKE_OUT (default /tmp/cake-out).
@@ -77,13 +78,15 @@ case "${1:-}" in
     printf '== compute-sanitizer summary\n%s' "$summary" | tee "$out/sanitize-summary.txt"
     exit $status
     ;;
-  bench)
+  bench|bench-train)
     # the anchor (fla + its autotune cache) must be in .anchor/ (see benchmarks/README.md)
+    script=benchmarks/bench_kda.py
+    [ "$1" = bench-train ] && script=benchmarks/bench_kda_train.py
     shift
     mkdir -p "$out"
     tc=$(mktemp -d) && tar -xzf .anchor/fla_autotune_cache_h200.tar.gz -C "$tc"
     export TRITON_CACHE_DIR="$tc" PYTHONUNBUFFERED=1
-    python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor --package .carry/package \
+    python3 "$script" --fla .anchor/fla --anchor .anchor --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
   parts)
@@ -91,5 +94,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

@@ -1,0 +1,233 @@
+"""cakert.py - libcakert (runtime/cake_runtime.h) through ctypes, and the pieces
+the benchmarks share: the C structs, the generic path (variant, plan, launch),
+the KDA convenience entry, the anchor harness's import and the per-stage
+device times from the torch profiler.
+
+Only the torch helpers (tensor(), kernel_times()) need torch; loading a
+package and planning work on a machine without a GPU.
+"""
+import ctypes as C
+import importlib.util
+import json
+import os
+import re
+
+K = V = 128
+BF16, F16, F32, I32 = 0, 1, 2, 3  # cake_dtype
+DTYPES = {'bf16': BF16, 'f16': F16, 'f32': F32, 'i32': I32}
+ELEM_BYTES = {BF16: 2, F16: 2, F32: 4, I32: 4}
+MAX_RANK = 6
+
+
+class Tensor(C.Structure):  # cake_tensor
+    _fields_ = [('data', C.c_uint64), ('dtype', C.c_int), ('rank', C.c_int),
+                ('shape', C.c_int64 * MAX_RANK), ('strides', C.c_int64 * MAX_RANK)]
+
+
+class Binding(C.Structure):  # cake_binding
+    _fields_ = [('name', C.c_char_p), ('tensor', Tensor)]
+
+
+# the layouts of cake_runtime.h on LP64 (x86-64, aarch64)
+assert C.sizeof(Tensor) == 112 and Tensor.dtype.offset == 8 and Tensor.shape.offset == 16
+assert Tensor.rank.offset == 12 and Tensor.strides.offset == 64
+assert C.sizeof(Binding) == 120 and Binding.tensor.offset == 8
+
+
+class KdaOptions(C.Structure):  # cake_kda_options
+    _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
+                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int)]
+
+
+class KdaTensors(C.Structure):  # cake_kda_tensors
+    _fields_ = [(n, Tensor) for n in ('q', 'k', 'v', 'g', 'beta', 'A_log', 'dt_bias', 'h0', 'o', 'ht')]
+
+
+def raw_tensor(data, dtype, shape):
+    """A cake_tensor of a device address (contiguous)."""
+    x = Tensor()
+    x.data, x.dtype, x.rank = data, dtype, len(shape)
+    for i, s in enumerate(shape):
+        x.shape[i] = s
+    return x
+
+
+def tensor(t, shape=None):
+    """A cake_tensor of a contiguous torch tensor, optionally viewed with another shape; None: absent."""
+    import torch
+    if t is None:
+        return Tensor()
+    assert t.is_contiguous()
+    dt = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32}[t.dtype]
+    return raw_tensor(t.data_ptr(), dt, list(shape if shape is not None else t.shape))
+
+
+def bindings(named):
+    """A cake_binding array of (name, cake_tensor) pairs."""
+    arr = (Binding * max(len(named), 1))()
+    for i, (n, t) in enumerate(named):
+        arr[i].name, arr[i].tensor = n.encode(), t
+    return arr, len(named)
+
+
+class Plan:
+    """A finalized plan of the generic path, with its workspace and saved sizes."""
+
+    def __init__(self, cake, handle):
+        self.cake, self.handle = cake, handle
+        L = cake.lib
+        ws, sv = C.c_size_t(), C.c_size_t()
+        cake.check(L.cake_plan_workspace_bytes(handle, C.byref(ws)), 'cake_plan_workspace_bytes')
+        cake.check(L.cake_plan_saved_bytes(handle, C.byref(sv)), 'cake_plan_saved_bytes')
+        self.workspace_bytes, self.saved_bytes = ws.value, sv.value
+        self.chunks = L.cake_plan_chunk_count(handle)
+
+    def dim(self, name):
+        v = C.c_int64()
+        self.cake.check(self.cake.lib.cake_plan_get_dim(self.handle, name.encode(), C.byref(v)), f'dim {name}')
+        return v.value
+
+    def validate(self, entry, named):
+        arr, n = bindings(named)
+        self.cake.check(self.cake.lib.cake_validate(self.handle, entry.encode(), arr, n), f'validate {entry}')
+
+    def launcher(self, entry, named, workspace, saved, stream):
+        """A function launching `entry` with these bindings (kept alive with it); workspace and
+        saved are device addresses of at least workspace_bytes and saved_bytes (256-byte aligned)."""
+        arr, n = bindings(named)
+        L, h, e = self.cake.lib, self.handle, entry.encode()
+        ws, sv, check = self.workspace_bytes, self.saved_bytes, self.cake.check
+
+        def launch():
+            check(L.cake_launch(h, e, arr, n, workspace, ws, saved, sv, stream), f'launch {entry}')
+
+        launch.keep = arr
+        return launch
+
+    def free(self):
+        if self.handle:
+            self.cake.lib.cake_plan_free(self.handle)
+            self.handle = None
+
+
+class Cake:
+    """libcakert and one loaded package."""
+
+    def __init__(self, lib, package):
+        self.lib = C.CDLL(lib)
+        self.package = package
+        L = self.lib
+        vp, sz, i64 = C.c_void_p, C.c_size_t, C.c_int64
+        L.cake_last_error.restype = C.c_char_p
+        L.cake_program_variant.restype = C.c_char_p
+        L.cake_program_variant.argtypes = [vp]
+        L.cake_package_load.argtypes = [C.c_char_p, vp, C.POINTER(vp)]
+        L.cake_package_free.argtypes = [vp]
+        L.cake_package_variant.argtypes = [vp, C.c_char_p, C.c_char_p, C.POINTER(vp)]
+        L.cake_plan_create.argtypes = [vp, C.POINTER(vp)]
+        L.cake_plan_free.argtypes = [vp]
+        L.cake_plan_set_dim.argtypes = [vp, C.c_char_p, i64]
+        L.cake_plan_set_docs.argtypes = [vp, C.POINTER(C.c_int32), i64]
+        L.cake_plan_set_param.argtypes = [vp, C.c_char_p, C.c_double]
+        L.cake_plan_finalize.argtypes = [vp]
+        L.cake_plan_get_dim.argtypes = [vp, C.c_char_p, C.POINTER(i64)]
+        L.cake_plan_chunk_count.argtypes = [vp]
+        L.cake_plan_chunk_count.restype = i64
+        L.cake_plan_workspace_bytes.argtypes = [vp, C.POINTER(sz)]
+        L.cake_plan_saved_bytes.argtypes = [vp, C.POINTER(sz)]
+        L.cake_validate.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int]
+        L.cake_launch.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int, C.c_uint64, sz, C.c_uint64, sz, vp]
+        L.cake_kda_plan.argtypes = [vp, C.POINTER(KdaOptions), i64, i64, C.POINTER(C.c_int32), i64, C.POINTER(vp)]
+        L.cake_kda_launch.argtypes = [vp, C.c_char_p, C.POINTER(KdaTensors), C.c_uint64, sz, vp]
+        self.pkg = vp()
+        self.check(L.cake_package_load(package.encode(), None, C.byref(self.pkg)), 'cake_package_load')
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f'{what}: {self.lib.cake_last_error().decode()}')
+
+    def manifest(self):
+        with open(os.path.join(self.package, 'manifest.json')) as f:
+            return json.load(f)
+
+    def variant(self, program, options):
+        """The program variant of `options` ("gate=safe,save=ckpt"); returns (handle, its variant string)."""
+        p = C.c_void_p()
+        self.check(self.lib.cake_package_variant(self.pkg, program.encode(), options.encode(), C.byref(p)),
+                   f'variant {program} {options}')
+        return p, self.lib.cake_program_variant(p).decode()
+
+    def plan(self, prog, dims, cu=None, params=None):
+        """A finalized Plan of program handle `prog`: dims {name: value}, cu (host offsets, or None:
+        one document), params {name: value}."""
+        h = C.c_void_p()
+        self.check(self.lib.cake_plan_create(prog, C.byref(h)), 'cake_plan_create')
+        try:
+            for k, v in dims.items():
+                self.check(self.lib.cake_plan_set_dim(h, k.encode(), int(v)), f'dim {k}')
+            if cu is not None:
+                arr = (C.c_int32 * len(cu))(*cu)
+                self.check(self.lib.cake_plan_set_docs(h, arr, len(cu) - 1), 'cake_plan_set_docs')
+            for k, v in (params or {}).items():
+                self.check(self.lib.cake_plan_set_param(h, k.encode(), float(v)), f'param {k}')
+            self.check(self.lib.cake_plan_finalize(h), 'cake_plan_finalize')
+        except Exception:
+            self.lib.cake_plan_free(h)
+            raise
+        return Plan(self, h)
+
+    def kda_plan(self, gate, T, H, cu, vblock=0):
+        """The KDA convenience entry (kda_fwd): a finalized plan and its workspace bytes."""
+        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock)
+        p = C.c_void_p()
+        arr = (C.c_int32 * len(cu))(*cu) if cu is not None else None
+        self.check(self.lib.cake_kda_plan(self.pkg, C.byref(opt), T, H, arr, len(cu) - 1 if cu else 0, C.byref(p)),
+                   'plan')
+        ws = C.c_size_t()
+        self.check(self.lib.cake_plan_workspace_bytes(p, C.byref(ws)), 'workspace')
+        return p, ws.value
+
+
+def load_anchor(path):
+    """The anchor harness (fla_bench.py in `path`) as a module."""
+    spec = importlib.util.spec_from_file_location('fla_bench', os.path.join(path, 'fla_bench.py'))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def kernel_times(fn, n=5):
+    """Device time of each kernel (and copy) that fn() runs, from the torch profiler:
+    {name: (ms per call of fn, launches per call of fn)}."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+    rows = {}
+    for e in prof.key_averages():
+        dt = getattr(e, 'self_device_time_total', None)
+        if dt is None:
+            dt = getattr(e, 'self_cuda_time_total', 0)
+        if dt and dt > 0:
+            rows[e.key] = (dt / n / 1000.0, e.count / n)
+    return rows
+
+
+def stage_of(kernel, program):
+    """The stage of a generated kernel's name, <program>_<stage>_<20-hex digest>; None for others."""
+    m = re.fullmatch(re.escape(program) + r'_(\w+?)_[0-9a-f]{20}', kernel)
+    return m.group(1) if m else None
+
+
+def stage_times(rows, program):
+    """kernel_times() rows summed per stage of `program`; everything else (the runtime's chunk
+    table copy, for one) under its own name."""
+    out = {}
+    for name, (ms, _) in rows.items():
+        key = stage_of(name, program) or name[:60]
+        out[key] = out.get(key, 0.0) + ms
+    return out
