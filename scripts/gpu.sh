@@ -22,7 +22,7 @@ case "${1:-}" in
     cmake --build build -j2 >/dev/null
     rm -rf .carry && mkdir -p .carry/bin
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake 2>/dev/null) --arch=sm_90a -o .carry/package
-    cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/run_first .carry/bin/
+    cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/

@@ -904,6 +904,32 @@ static void kda_options_are_validated(void **st) {
   cake_package_free(pkg);
 }
 
+/* The training entry checks its own arguments and the shared options. */
+static void kda_train_options_are_validated(void **st) {
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK); /* no kda_train: arguments are checked first */
+  cake_kda_options o = {"softplus", 1, 1, 0, 0, 0};
+  cake_plan *plan = (cake_plan *)&o;
+  assert_int_equal(cake_kda_train_plan(NULL, &o, "ckpt", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_null(plan);
+  assert_int_equal(cake_kda_train_plan(pkg, NULL, "ckpt", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_train_plan(pkg, &o, "ckpt", 128, 2, NULL, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_train_plan(pkg, &o, "everything", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "unknown KDA save mode 'everything' (ckpt or states)");
+  o.vblock = 16;
+  assert_int_equal(cake_kda_train_plan(pkg, &o, "states", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "kda_train has one V block size: leave vblock 0 (it is 16)");
+  o.vblock = 0, o.gate = "nope";
+  assert_int_equal(cake_kda_train_plan(pkg, &o, "states", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "unknown KDA gate 'nope' (safe, softplus or external)");
+  o.gate = NULL; /* safe, and ckpt by default */
+  assert_int_equal(cake_kda_train_plan(pkg, &o, NULL, 128, 2, NULL, 0, &plan), CAKE_ERR_NOT_FOUND);
+  assert_string_equal(cake_last_error(), "the package has no program 'kda_train'");
+  assert_int_equal(cake_kda_train_forward(NULL, NULL, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_kda_train_backward(NULL, NULL, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  cake_package_free(pkg);
+}
+
 /* The launch computes each stage's grid within CUDA's range, whatever a
  * stage record says (the loader refuses such records first). */
 static void grids_stay_in_range(void **st) {
@@ -1074,6 +1100,7 @@ int main(void) {
       cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),
       cmocka_unit_test(null_and_out_of_range_arguments), cmocka_unit_test(cu_seqlens_are_validated),
       cmocka_unit_test(sizes_never_wrap), cmocka_unit_test(kda_options_are_validated),
+      cmocka_unit_test(kda_train_options_are_validated),
       cmocka_unit_test(grids_stay_in_range), cmocka_unit_test(missing_driver_is_named),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
