@@ -17,7 +17,7 @@ kernel k over (c in chunks) {
     a = a + 1
   }
   store y[c, :] = a
-  store n[0] = 2147483647 + -2147483647 - 1
+  store n[c] = 2147483647 + -2147483647 - 1
 }
 entry fwd = k
 // CHECK: tensor in w : f32[2147483647]
