@@ -6,6 +6,8 @@
 #                                             memcheck, racecheck, synccheck and initcheck
 #   .carry/gpu.sh bench|bench-train|parts
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
+#   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
+#                                             and the benchmarks in one timed call
 # The GPU machine needs CUDA and a driver but no LLVM/MLIR: everything is built
 # on the build machine and the .carry/ folder is copied over. Logs go to
 # $CAKE_OUT (default /tmp/cake-out).
@@ -89,10 +91,43 @@ case "${1:-}" in
     python3 "$script" --fla .anchor/fla --anchor .anchor --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
+  all)
+    # One call that does the session's GPU work within CAKE_ALL_SECONDS
+    # (default 540): every GPU test on its full shapes, beside it memcheck on
+    # the --quick shapes and the C training example; then, on a quiet GPU,
+    # bench-train and bench with what time is left (layer variant, shapes b
+    # and c unless CAKE_BENCH_SHAPES says otherwise). Each step's log and
+    # summary land in $CAKE_OUT; the exit status is the tests'.
+    shift
+    mkdir -p "$out"
+    budget="${CAKE_ALL_SECONDS:-540}" t0=$(date +%s)
+    left() { echo $(( budget - ($(date +%s) - t0) )); }
+    rc_run=0 rc_san=0 rc_ex=0
+    ( timeout $(( budget * 6 / 10 )) bash "$0" run "$@" >"$out/all-run.log" 2>&1 ) & p_run=$!
+    ( CAKE_SANITIZERS="${CAKE_SANITIZERS:-memcheck}" CAKE_SANITIZE_TIMEOUT=$(( budget / 4 )) \
+        bash "$0" sanitize >"$out/all-sanitize.log" 2>&1 ) & p_san=$!
+    ( timeout $(( budget / 4 )) .carry/bin/kda_train_step .carry/package >"$out/all-train-step.log" 2>&1 ) & p_ex=$!
+    wait $p_run || rc_run=$?
+    wait $p_san || rc_san=$?
+    wait $p_ex || rc_ex=$?
+    printf 'tests exit %s, sanitize exit %s, kda_train_step exit %s, %ss\n' \
+      $rc_run $rc_san $rc_ex $(( $(date +%s) - t0 )) | tee "$out/all-status.txt"
+    shapes="${CAKE_BENCH_SHAPES:-b,c}"
+    if [ -d .anchor ] && [ "$(left)" -gt 90 ]; then
+      timeout $(( $(left) - 20 )) bash "$0" bench-train --shapes "$shapes" --variants layer \
+        --deadline $(( $(left) * 6 / 10 )) >"$out/all-bench-train.log" 2>&1 || true
+    fi
+    if [ -d .anchor ] && [ "$(left)" -gt 45 ]; then
+      timeout $(( $(left) - 10 )) bash "$0" bench --shapes "$shapes" --variants layer \
+        >"$out/all-bench.log" 2>&1 || true
+    fi
+    printf 'total %ss\n' $(( $(date +%s) - t0 )) | tee -a "$out/all-status.txt"
+    [ $rc_run = 0 ] && [ $rc_san = 0 ] && [ $rc_ex = 0 ]
+    ;;
   parts)
     shift
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac
