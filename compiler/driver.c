@@ -346,6 +346,16 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddItemToArray(dims, d);
   }
   cJSON_AddNumberToObject(o, "chunk", p->chunk);
+  /* relations between dims the runtime checks when it finalizes a plan:
+   * the text as written and where, and the form it evaluates */
+  cJSON *rq = cJSON_AddArrayToObject(o, "requires");
+  for (int i = 0; i < p->nrequires; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "text", p->requires[i].text);
+    cJSON_AddStringToObject(j, "expr", p->requires[i].expr);
+    cJSON_AddStringToObject(j, "loc", p->requires[i].where);
+    cJSON_AddItemToArray(rq, j);
+  }
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];

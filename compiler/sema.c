@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cake_require.h"
 #include "cir.h"
 #include "interp.h" /* cake_round_dtype */
 #include "parser.h" /* token codes of the binary operators */
@@ -400,6 +401,167 @@ static int cond_eval(Sema *s, const Expr *e) {
   CVal x;
   if (!const_eval(s, e, &x)) return -1;
   return x.is_int ? x.i != 0 : x.f != 0;
+}
+
+
+/* ------------------------------------------------------------------ */
+/* requirements: `require EXPR` over dims and integer constants        */
+
+/* Precedence of an expression in a requirement, loosest 1 .. primary 7. */
+static int req_prec(const Expr *e) {
+  if (e->kind == E_UNARY) return 6;
+  if (e->kind != E_BINARY) return 7;
+  switch (e->op) {
+    case OROR: return 1;
+    case ANDAND: return 2;
+    case '<': case '>': case LE: case GE: case EQ: case NE: return 3;
+    case '+': case '-': return 4;
+    default: return 5;
+  }
+}
+
+/* The type of a requirement's expression: 0 an integer, 1 a boolean, -1
+ * after an error (reported). Only integer literals, dims and integer
+ * constants, and the operators of cake_require.h. */
+static int req_type(Sema *s, const Expr *e) {
+  switch (e->kind) {
+    case E_INT: return 0;
+    case E_FLOAT:
+      ERR(e->loc, "a requirement computes with integers; %s is not one", e->text);
+      return -1;
+    case E_NAME: {
+      Sym *y = find_sym(s, e->name);
+      if (!y) {
+        ERR(e->loc, "unknown name '%s'", e->name);
+        return -1;
+      }
+      if (y->kind == SYM_DIM) return 0;
+      if (y->kind == SYM_CONST && y->value.is_int) return 0;
+      if (y->kind == SYM_CONST) ERR(e->loc, "a requirement computes with integers; constant '%s' is not one", e->name);
+      else ERR(e->loc, "'%s' is a %s; a requirement relates dims and integer constants", e->name, sym_kind_name(y->kind));
+      return -1;
+    }
+    case E_UNARY: {
+      int x = req_type(s, e->a);
+      if (x < 0) return -1;
+      if (e->op == '-' && x != 0) { ERR(e->loc, "unary '-' needs an integer, got a comparison"); return -1; }
+      if (e->op == '!' && x != 1) { ERR(e->loc, "'!' needs a comparison, got an integer"); return -1; }
+      return x;
+    }
+    case E_BINARY: {
+      if (e->op == OR || e->op == '@') break;
+      int x = req_type(s, e->a), y = req_type(s, e->b);
+      if (x < 0 || y < 0) return -1;
+      const char *op = ast_op_spelling(e->op);
+      if (e->op == ANDAND || e->op == OROR) {
+        if (x != 1 || y != 1) { ERR(e->loc, "'%s' combines comparisons, got an integer operand", op); return -1; }
+        return 1;
+      }
+      if (x != 0 || y != 0) { ERR(e->loc, "'%s' needs integers, got a comparison", op); return -1; }
+      return req_prec(e) == 3 ? 1 : 0;
+    }
+    default: break;
+  }
+  ERR(e->loc, "a requirement uses dims, integer constants and the operators + - * / %% < <= > >= == != && || !");
+  return -1;
+}
+
+/* Prints a checked requirement with the parentheses its precedence needs:
+ * constants by name (the text shown in messages) or by value (canonical). */
+static void req_print(Sema *s, Buf *o, const Expr *e, int canonical) {
+  switch (e->kind) {
+    case E_INT: buf_printf(o, "%lld", e->ival); return;
+    case E_NAME: {
+      Sym *y = find_sym(s, e->name);
+      if (!canonical || y->kind == SYM_DIM) buf_puts(o, e->name);
+      else if (y->value.i == INT64_MIN) buf_puts(o, "(-9223372036854775807 - 1)");
+      else if (y->value.i < 0) buf_printf(o, "(-%lld)", -(long long)y->value.i);
+      else buf_printf(o, "%lld", (long long)y->value.i);
+      return;
+    }
+    case E_UNARY: {
+      buf_puts(o, e->op == '-' ? "-" : "!");
+      int paren = req_prec(e->a) < 6;
+      if (paren) buf_puts(o, "(");
+      req_print(s, o, e->a, canonical);
+      if (paren) buf_puts(o, ")");
+      return;
+    }
+    default: {
+      int p = req_prec(e), pl = req_prec(e->a), pr = req_prec(e->b);
+      int lparen = pl < p || (p == 3 && pl == 3), rparen = pr <= p;
+      if (lparen) buf_puts(o, "(");
+      req_print(s, o, e->a, canonical);
+      buf_printf(o, "%s %s ", lparen ? ")" : "", ast_op_spelling(e->op));
+      if (rparen) buf_puts(o, "(");
+      req_print(s, o, e->b, canonical);
+      if (rparen) buf_puts(o, ")");
+      return;
+    }
+  }
+}
+
+static int req_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+  const CirProgram *p = ctx;
+  for (int i = 0; i < p->ndims; i++)
+    if (strlen(p->dims[i].name) == len && !memcmp(p->dims[i].name, name, len)) {
+      *value = 1;
+      return 1;
+    }
+  return 0;
+}
+
+static const char *base_of(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+static void require_decl(Sema *s, const Decl *d) {
+  CirProgram *p = s->p;
+  int t = req_type(s, d->value);
+  if (t < 0) return;
+  if (t != 1) {
+    ERR(d->value_loc, "a requirement is a comparison of dims, e.g. `require HV %% H == 0`; this is an integer");
+    return;
+  }
+  if (p->nrequires == CAKE_MAX_REQUIRES) {
+    ERR(d->loc, "a program has at most %d requirements (in one variant)", CAKE_MAX_REQUIRES);
+    return;
+  }
+  Buf text, expr;
+  buf_init(&text);
+  buf_init(&expr);
+  req_print(s, &text, d->value, 0);
+  req_print(s, &expr, d->value, 1);
+  char msg[256];
+  /* the runtime reads the canonical form with the same evaluator: its limits are checked here */
+  int ok = text.len <= CAKE_MAX_REQUIRE_TEXT;
+  if (!ok) ERR(d->value_loc, "a requirement has at most %d characters; this one has %zu", CAKE_MAX_REQUIRE_TEXT, text.len);
+  else if (cake_require_eval(expr.data, req_lookup, p, 0, msg, sizeof msg) != CAKE_REQUIRE_TRUE) {
+    ERR(d->value_loc, "this requirement cannot be recorded: %s", msg);
+    ok = 0;
+  }
+  int names_dim = 0; /* every name in the canonical form is a dim */
+  for (const char *c = expr.data; ok && *c; c++) names_dim |= *c == '_' || ((*c | 32) >= 'a' && (*c | 32) <= 'z');
+  if (ok && !names_dim) { /* constants only: decided now */
+    int r = cake_require_eval(expr.data, req_lookup, p, 1, msg, sizeof msg);
+    if (r != CAKE_REQUIRE_TRUE) {
+      ERR(d->value_loc, "requirement '%s' does not hold%s%s%s", text.data, msg[0] ? " (" : "", msg, msg[0] ? ")" : "");
+      ok = 0;
+    }
+  }
+  if (ok) {
+    CirRequire *r = &p->requires[p->nrequires++];
+    r->text = arena_strdup(s->a, text.data);
+    r->expr = arena_strdup(s->a, expr.data);
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d:%d", d->value_loc.src ? base_of(d->value_loc.src->name) : "?",
+             d->value_loc.line, d->value_loc.col);
+    r->where = arena_strdup(s->a, where);
+    r->loc = d->value_loc;
+  }
+  buf_free(&text);
+  buf_free(&expr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1123,13 +1285,34 @@ static CirInst *all_chunks_count(Sema *s, const Stmt *st) {
   return n;
 }
 
+/* `for i in range(n)`: n an i32 scalar (a dim, a constant, arithmetic on
+ * them and on grid indices); the loop runs i = 0 .. n - 1 in order (no
+ * iteration when n <= 0). */
+static CirInst *range_count(Sema *s, const Stmt *st) {
+  CirInst *n = expr(s, st->value);
+  if (is_poison(n) || !i32_fits(s, n)) return NULL;
+  if (n->ty.rank != 0 || n->ty.dt != DT_I32) {
+    char ty[64];
+    cir_type_str(ty, sizeof ty, n->ty);
+    ERR(st->value->loc, "the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got %s",
+        ty);
+    return NULL;
+  }
+  return n;
+}
+
 static void for_stmt(Sema *s, const Stmt *st) {
+  int counted = st->value != NULL;
   if (s->scan) {
-    ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
+    if (counted || s->scan->counted) ERR(st->loc, "loops do not nest: this 'for' is inside another loop");
+    else ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
     return;
   }
   CirInst *first = NULL;
-  if (st->doc) {
+  if (counted) {
+    first = range_count(s, st);
+    if (!first) return;
+  } else if (st->doc) {
     Binding *db = lookup(s, st->doc);
     if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
       ERR(st->doc_loc, "'%s' is not a grid index over docs; a scan walks the chunks of one document, "
@@ -1144,7 +1327,8 @@ static void for_stmt(Sema *s, const Stmt *st) {
   int nc = st->carries.len;
   CirInst *f = cir_inst_new(s->a, s->p, OP_FOR, ty0(DT_NONE), st->loc, nc + 1);
   f->args[0] = first;
-  f->all_chunks = st->doc == NULL;
+  f->counted = counted;
+  f->all_chunks = st->doc == NULL && !counted;
   f->reverse = st->reverse;
   f->body = arena_alloc(s->a, sizeof(CirBlock));
   Binding *carry_b[CAKE_MAX_CARRIES];
@@ -1179,7 +1363,7 @@ static void for_stmt(Sema *s, const Stmt *st) {
   s->cur = f->body;
   s->scan = f;
   s->depth++;
-  CirInst *cv = emit(s, OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
+  CirInst *cv = emit(s, counted ? OP_LOOPVAR : OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
   cv->parent = f;
   Binding *cb = bind(s, st->name, cv, st->name_loc);
   cb->is_grid = 1;
@@ -1520,6 +1704,7 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         break;
       }
       case D_ENTRY: ptrvec_push(s->a, active, (void *)d); break;
+      case D_REQUIRE: require_decl(s, d); break;
     }
   }
 }
@@ -1539,6 +1724,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
   p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));
   p->kernels = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_KERNEL, 0) + 1));
   p->entries = arena_alloc(arena, sizeof(CirEntry *) * (size_t)(count_decls(ast, D_ENTRY, 0) + 1));
+  p->requires = arena_alloc(arena, sizeof(CirRequire) * (size_t)(CAKE_MAX_REQUIRES + 1));
 
   /* Options first: their values decide which declarations apply. */
   p->noptions = cake_program_options(arena, diag, ast, &p->options);

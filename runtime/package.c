@@ -118,6 +118,12 @@ void cake_package_free(cake_package *pkg) {
       rt_free(al, p->options[j].def);
     }
     rt_free(al, p->options);
+    for (int j = 0; j < p->nrequires; j++) {
+      rt_free(al, p->requires[j].text);
+      rt_free(al, p->requires[j].expr);
+      rt_free(al, p->requires[j].loc);
+    }
+    rt_free(al, p->requires);
     rt_free(al, p->variant);
     rt_free(al, p->name);
   }
