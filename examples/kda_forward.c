@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
   CK(cake_package_load(dir, NULL, &pkg));
   int32_t *cu = malloc(sizeof(int32_t) * (size_t)(N + 1));
   for (long long d = 0; d <= N; d++) cu[d] = (int32_t)(T * d / N); /* N documents of about T/N tokens */
-  cake_kda_options opt = {gate, 1, 1, 0, 0, 0};
+  cake_kda_options opt = {gate, 1, 1, 0, 0, 0, 0};
   cake_plan *plan;
   CK(cake_kda_plan(pkg, &opt, T, H, cu, N, &plan));
   size_t ws;

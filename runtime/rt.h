@@ -246,8 +246,8 @@ cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream
 /* The KDA convenience entries (kda.c, kda_train.c). */
 /* "gate=..,qk_norm=..,beta_logits=.." from the options, which it checks. */
 cake_status rt_kda_variant(const cake_kda_options *opt, char *buf, size_t n);
-/* A finalized plan of that variant of `program` with the dims, documents
- * and the scale / lower bound of the options. */
+/* A finalized plan of that variant of `program` with the dims (HV from
+ * opt->hv, or H), documents and the scale / lower bound of the options. */
 cake_status rt_kda_plan_variant(const cake_package *pkg, const char *program, const char *variant,
                                 const cake_kda_options *opt, int64_t T, int64_t H, const int32_t *cu_seqlens,
                                 int64_t ndocs, cake_plan **out);

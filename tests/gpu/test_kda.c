@@ -126,7 +126,7 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
     pthread_create(&th[i], NULL, ref_thread, &jobs[i]);
   }
 
-  cake_kda_options opt = {sh->gate, sh->qk_norm, sh->beta_logits, 0, 0, 0};
+  cake_kda_options opt = {sh->gate, sh->qk_norm, sh->beta_logits, 0, 0, 0, 0};
   cake_plan *plan;
   RT(cake_kda_plan(pkg, &opt, T, H, cu, N, &plan));
   size_t ws;
