@@ -438,6 +438,9 @@ static int req_type(Sema *s, const Expr *e) {
       if (y->kind == SYM_DIM) return 0;
       if (y->kind == SYM_CONST && y->value.is_int) return 0;
       if (y->kind == SYM_CONST) ERR(e->loc, "a requirement computes with integers; constant '%s' is not one", e->name);
+      else if (y->kind == SYM_OPTION)
+        ERR(e->loc, "'%s' is an option; a requirement relates dims and integer constants (put it in `if %s == ... { }` "
+                    "to make it depend on the option)", e->name, e->name);
       else ERR(e->loc, "'%s' is a %s; a requirement relates dims and integer constants", e->name, sym_kind_name(y->kind));
       return -1;
     }
@@ -450,7 +453,7 @@ static int req_type(Sema *s, const Expr *e) {
     }
     case E_BINARY: {
       if (e->op == OR || e->op == '@') break;
-      int x = req_type(s, e->a), y = req_type(s, e->b);
+      int x = req_type(s, e->a), y = x < 0 ? -1 : req_type(s, e->b);
       if (x < 0 || y < 0) return -1;
       const char *op = ast_op_spelling(e->op);
       if (e->op == ANDAND || e->op == OROR) {
@@ -546,7 +549,7 @@ static void require_decl(Sema *s, const Decl *d) {
   if (ok && !names_dim) { /* constants only: decided now */
     int r = cake_require_eval(expr.data, req_lookup, p, 1, msg, sizeof msg);
     if (r != CAKE_REQUIRE_TRUE) {
-      ERR(d->value_loc, "requirement '%s' does not hold%s%s%s", text.data, msg[0] ? " (" : "", msg, msg[0] ? ")" : "");
+      ERR(d->value_loc, "requirement '%s' does not hold%s%s", text.data, msg[0] ? " " : "", msg);
       ok = 0;
     }
   }
@@ -1163,7 +1166,7 @@ static void assign_stmt(Sema *s, const Stmt *st) {
   CirInst *v = expr(s, st->value);
   Binding *b = lookup(s, st->name);
   if (b && b->is_grid) {
-    ERR(st->name_loc, "cannot assign to grid index '%s'", st->name);
+    ERR(st->name_loc, "cannot assign to %s index '%s'", b->v->op == OP_LOOPVAR ? "loop" : "grid", st->name);
     return;
   }
   if (!b) {
@@ -1175,8 +1178,9 @@ static void assign_stmt(Sema *s, const Stmt *st) {
     }
   }
   if (b && s->depth > 0 && b->depth < s->depth && !b->is_carry) {
-    ERR(st->name_loc, "'%s' is defined outside the scan; only its carried values may be reassigned "
-                      "inside it (add '%s' to the scan's carry list)", st->name, st->name);
+    const char *what = s->scan && s->scan->counted ? "loop" : "scan";
+    ERR(st->name_loc, "'%s' is defined outside the %s; only its carried values may be reassigned "
+                      "inside it (add '%s' to the %s's carry list)", st->name, what, st->name, what);
     diag_note(s->d, b->loc, "'%s' is defined here", st->name);
     return;
   }
@@ -1212,21 +1216,48 @@ static int depends_on_axis(const CirInst *v, int axis, int depth) {
   return 0;
 }
 
+/* Does index v tell the instances along grid axis `axis` apart: the axis'
+ * index itself, or that plus, minus or times values that do not depend on
+ * it (h * G + i)? Not through `/`, `%`, minimum or maximum (h / G is the
+ * same for G instances), nor through a value both operands depend on. */
+static int separates_axis(const CirInst *v, int axis, int depth) {
+  if (!v || depth > 64) return 0;
+  if (v->op == OP_GRIDVAR) return v->axis == axis;
+  if (v->op == OP_CHUNKVAR) return depends_on_axis(v, axis, depth);
+  if (v->op == OP_NEG) return separates_axis(v->args[0], axis, depth + 1);
+  if (v->op == OP_ADD || v->op == OP_SUB || v->op == OP_MUL) {
+    int d0 = depends_on_axis(v->args[0], axis, depth + 1), d1 = depends_on_axis(v->args[1], axis, depth + 1);
+    if (d0 && d1) return 0;
+    return d0 ? separates_axis(v->args[0], axis, depth + 1) : d1 ? separates_axis(v->args[1], axis, depth + 1) : 0;
+  }
+  return 0;
+}
+
 /* One owner per output element: a store whose window does not move with a
  * grid axis would be written by every instance along it, and what stays
  * would depend on their order. Cake has no atomics; a sum over grid points
  * goes through a tensor with one entry per point and a scan over it. */
 static void check_store_owner(Sema *s, const CirInst *in, Loc loc) {
   for (int a = 0; a < s->k->naxes; a++) {
-    int dep = 0;
-    for (int i = 0; i < in->tensor->rank && !dep; i++)
-      if (in->index[i].kind != IX_FULL) dep = depends_on_axis(in->index[i].v, a, 0);
+    int dep = 0, sep = 0;
+    for (int i = 0; i < in->tensor->rank && !sep; i++)
+      if (in->index[i].kind != IX_FULL) {
+        dep |= depends_on_axis(in->index[i].v, a, 0);
+        sep |= separates_axis(in->index[i].v, a, 0);
+      }
     const CirAxis *ax = &s->k->axes[a];
-    if (dep || (ax->kind == GA_RANGE && ax->extent.sym < 0 && ax->extent.value == 1)) continue; /* one instance */
-    ERR(loc, "every instance of grid axis '%s' writes this window of '%s', so the result would depend on their "
-             "order; index the store by '%s' (there are no atomics: to sum over '%s', store one partial result per "
-             "index and add them in a scan)",
-        ax->var, in->tensor->name, ax->var, ax->var);
+    if (sep || (ax->kind == GA_RANGE && ax->extent.sym < 0 && ax->extent.value == 1)) continue; /* one instance */
+    if (dep)
+      ERR(loc, "several instances of grid axis '%s' write this window of '%s' (its index depends on '%s' through "
+               "'/', '%%', minimum or maximum, or twice), so the result would depend on their order; index the store "
+               "by '%s' itself, plus or times other values (to sum over a group of '%s', loop over the group in one "
+               "instance with `for i in range(...)`)",
+          ax->var, in->tensor->name, ax->var, ax->var, ax->var);
+    else
+      ERR(loc, "every instance of grid axis '%s' writes this window of '%s', so the result would depend on their "
+               "order; index the store by '%s' (there are no atomics: to sum over '%s', store one partial result per "
+               "index and add them in a scan)",
+          ax->var, in->tensor->name, ax->var, ax->var);
   }
 }
 
@@ -1383,7 +1414,7 @@ static void for_stmt(Sema *s, const Stmt *st) {
     y->args[i] = carry_b[i]->v;
     if (carry_b[i]->v->op == OP_CARRY && carry_b[i]->v->parent == f) {
       const Ident *id = st->carries.items[i];
-      ERR(id->loc, "carried value '%s' is never assigned in the scan body", id->name);
+      ERR(id->loc, "carried value '%s' is never assigned in the %s body", id->name, counted ? "loop" : "scan");
     }
   }
   s->depth--;
