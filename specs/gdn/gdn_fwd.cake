@@ -76,8 +76,8 @@ kernel prep over (c in chunks, h in H) threads 256 {
   }
   qb = qn as bf16
   kb = kn as bf16
-  // rows past the document's end decay by nothing, so G stays flat there
-  G = cumsum(where(valid(c), load g[c, h], 0.0), 0)
+  // rows past the document's end read g = 0: G stays flat there
+  G = cumsum(load g[c, h], 0)
   if beta_logits {
     b = sigmoid(load beta[c, h])
   } else {
