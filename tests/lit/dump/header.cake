@@ -1,6 +1,7 @@
 // cakec --emit=header: typed C launchers. Enums with 0 = the default, the
 // union of the variants' tensors with when each exists, C keywords as
-// field names get a trailing '_', one validate/launch pair per entry.
+// field names get a trailing '_', one validate/launch pair per entry; the
+// dims struct lists the requirements of every variant.
 // RUN: %cakec %s --emit=header | FileCheck %s
 // RUN: %cakec %s --emit=header > %t.a && %cakec %s --emit=header > %t.b && cmp %t.a %t.b
 program hdr
@@ -8,6 +9,10 @@ option mode = lin in (exp, lin)
 dim T, H, N
 const C = 16
 sequence T, docs N, chunk C
+require H > 0
+if mode == exp {
+  require T % C == 0 || N > 1
+}
 param alpha : f32 = 0.5
 param beta : f32
 in x : f32[T, H, 8]
@@ -32,7 +37,12 @@ entry only_k = k
 // CHECK-NEXT:   HDR_MODE_DEFAULT = 0,
 // CHECK-NEXT:   HDR_MODE_EXP = 1,
 // CHECK-NEXT:   HDR_MODE_LIN = 2,
-// CHECK: typedef struct hdr_dims {
+// CHECK: /* The problem's dims (every one is required).
+// CHECK-NEXT: * The plan checks the spec's requirements:
+// CHECK-NEXT: *   require H > 0  (header.cake:12:9)
+// CHECK-NEXT: *   require T % C == 0 || N > 1  (header.cake:14:11)
+// CHECK-NEXT: */
+// CHECK-NEXT: typedef struct hdr_dims {
 // CHECK-NEXT:   int64_t T; /* tokens of the packed sequence */
 // CHECK-NEXT:   int64_t H;
 // CHECK-NEXT:   const int32_t *cu_seqlens;
