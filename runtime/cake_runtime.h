@@ -102,8 +102,10 @@ typedef struct cake_plan cake_plan;
  * the manifest is checked (integers integral and in range, chunk a multiple
  * of 16 in [16, 256], extents in [1, 2^31), block threads a multiple of 32
  * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
- * names, no duplicate JSON keys): a violation is CAKE_ERR_PACKAGE naming
- * the program, the record and the field. */
+ * names, no duplicate JSON keys, requirements that read as comparisons
+ * over the program's dims, at most 64 of 1024 characters each): a
+ * violation is CAKE_ERR_PACKAGE naming the program, the record and the
+ * field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
@@ -135,7 +137,12 @@ cake_status cake_plan_set_docs(cake_plan *plan, const int32_t *cu_seqlens, int64
  * i32, a finite f32 value for f32. */
 cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value);
 /* Computes the chunk tables and the layout, every size with overflow
- * checks (CAKE_ERR_PLAN naming the tensor and its dims). */
+ * checks (CAKE_ERR_PLAN naming the tensor and its dims). First it checks
+ * the spec's relations between dims (`require` in the spec, "requires" in
+ * the manifest), with the documents counted: the first one broken is
+ * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (kda_fwd.cake:36:9): HV = 3,
+ * H = 2" (a division or remainder by zero in it makes it false: "...,
+ * H = 0 (a remainder by zero)"). */
 cake_status cake_plan_finalize(cake_plan *plan);
 cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
 int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
