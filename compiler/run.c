@@ -328,9 +328,9 @@ static int bind_tensor_args(Run *r) {
     if (x->file) return fail("--in %s: tensor '%s' is given twice", a->arg, a->name);
     x->file = a->value;
     x->f = fopen(a->value, "rb");
-    if (!x->f) return fail("--in %s: cannot read '%s': %s", a->arg, a->value, strerror(errno));
+    if (!x->f) return fail("--in %s: cannot read the file: %s", a->arg, strerror(errno));
     char err[256];
-    if (npy_read_header(x->f, &x->h, err, sizeof err)) return fail("--in %s: '%s': %s", a->arg, a->value, err);
+    if (npy_read_header(x->f, &x->h, err, sizeof err)) return fail("--in %s: %s", a->arg, err);
     if (x->t->dtype == DT_I32 && x->h.kind == 'f')
       return fail("--in %s: '%s' is an i32 tensor, so it takes an integer .npy file, not '%s'", a->arg, a->name,
                   x->h.descr);
@@ -593,12 +593,11 @@ static void fill_random(const Run *r, TensorRun *x) {
 
 static int read_file(TensorRun *x) {
   char err[256];
-  if (npy_read_data(x->f, &x->h, x->data, err, sizeof err)) return fail("'%s' (tensor '%s'): %s", x->file, x->t->name, err);
+  if (npy_read_data(x->f, &x->h, x->data, err, sizeof err)) return fail("--in %s=%s: %s", x->t->name, x->file, err);
   for (int64_t i = 0; i < x->numel; i++) {
     double v = x->data[i];
     if (x->t->dtype == DT_I32 && !(v >= INT32_MIN && v <= INT32_MAX))
-      return fail("'%s' (tensor '%s'): element %lld is %.17g, outside the range of i32", x->file, x->t->name,
-                  (long long)i, v);
+      return fail("--in %s=%s: element %lld is %.17g, outside the range of i32", x->t->name, x->file, (long long)i, v);
     x->data[i] = cake_round_dtype(x->t->dtype, v);
   }
   return 0;
