@@ -7,7 +7,8 @@
  * its --in file, or filled with random values (optional ones are absent
  * instead). Every other tensor starts as zeros, or as its --in file. The
  * outputs are the `out` and `save` tensors the entry writes (and its `temp`
- * tensors with --temps). */
+ * tensors with --temps; the inputs too with --write-inputs, so that a
+ * reference can be run on random ones). */
 #include "run.h"
 
 #include <errno.h>
@@ -48,7 +49,7 @@ typedef struct Run {
   int nabsent_a;
   uint64_t seed;
   long long max_mib;
-  int temps;
+  int temps, write_inputs;
   /* state */
   Arena arena;
   Diag diag;
@@ -80,6 +81,8 @@ static void run_usage(FILE *f) {
           "  --seed N             seed of the random inputs (default 0)\n"
           "  --out-dir DIR        where outputs go, as NAME.npy (default: .; created if missing)\n"
           "  --temps              also write the temp tensors the entry writes\n"
+          "  --write-inputs       also write the inputs the entry reads (random or not), to check\n"
+          "                       them against a reference\n"
           "  --max-memory MIB     refuse to run when the tensors need more (default %d)\n"
           "Inputs are the in tensors and any tensor the entry reads but does not write; outputs are the\n"
           "out and save tensors it writes. Float tensors take .npy files of any float or integer type\n"
@@ -160,6 +163,8 @@ static int parse_args(Run *r, int argc, char **argv) {
       return -1;
     } else if (!strcmp(a, "--temps")) {
       r->temps = 1;
+    } else if (!strcmp(a, "--write-inputs")) {
+      r->write_inputs = 1;
     } else if (opt_value(argc, argv, &i, "--entry", &v)) {
       if (!v || !*v) return fail("--entry expects the name of an entry");
       r->entry_name = v;
@@ -643,7 +648,8 @@ static int write_outputs(Run *r) {
   for (int i = 0; i < r->p->ntensors; i++) {
     const TensorRun *x = &r->ts[i];
     Role role = x->t->role;
-    if (x->absent || !x->writes || (role == ROLE_TEMP && !r->temps) || role == ROLE_IN) continue;
+    int output = x->writes && (role != ROLE_TEMP || r->temps);
+    if (x->absent || !(output || (r->write_inputs && x->reads && is_input(x)))) continue;
     const char *descr = x->t->dtype == DT_I32 ? "<i4" : x->t->dtype == DT_F16 ? "<f2" : "<f4";
     Buf path;
     buf_init(&path);
