@@ -166,6 +166,15 @@ static int int_binop(Sema *s, const Expr *e, int64_t x, int64_t y, int64_t *out)
   return 1;
 }
 
+static Binding *lookup(Sema *s, const char *name);
+static int is_poison(const CirInst *v);
+
+/* What a name bound in a kernel is, for messages. */
+static const char *binding_kind(const Binding *b) {
+  if (!b->is_grid) return "a value of the kernel";
+  return b->v && b->v->op == OP_CHUNKVAR ? "a scan's chunk index" : "a grid index";
+}
+
 /* Evaluate a compile-time constant expression. Returns 0 on error. */
 static int const_eval(Sema *s, const Expr *e, CVal *v) {
   CVal x, y;
@@ -174,6 +183,13 @@ static int const_eval(Sema *s, const Expr *e, CVal *v) {
     case E_FLOAT: *v = cfloat(e->fval); return 1;
     case E_NAME: {
       Sym *y0 = find_sym(s, e->name);
+      Binding *b = y0 ? NULL : lookup(s, e->name);
+      if (b) {
+        if (!is_poison(b->v))
+          ERR(e->loc, "'%s' is %s, known only when the kernel runs, not a compile-time constant", e->name,
+              binding_kind(b));
+        return 0;
+      }
       if (!y0) { ERR(e->loc, "unknown name '%s'", e->name); return 0; }
       if (is_poison_sym(y0)) return 0;
       if (y0->kind != SYM_CONST) {
@@ -610,10 +626,11 @@ static int tile_index_const(Sema *s, const Expr *ix, long long *pos) {
   }
   if (rt) {
     Binding *b = lookup(s, rt->name);
+    if (is_poison(b->v)) return 0;
     if (b->is_grid)
       ERR(ix->loc, "a tile index must be a compile-time constant, but '%s' is %s, known only when the kernel runs; "
                    "to select by '%s', index the tensor in the load instead (load NAME[..., %s, ...])",
-          rt->name, b->v->op == OP_CHUNKVAR ? "a scan's chunk index" : "a grid index", rt->name, rt->name);
+          rt->name, binding_kind(b), rt->name, rt->name);
     else
       ERR(ix->loc, "a tile index must be a compile-time constant, but '%s' is a value of the kernel; declare "
                    "constants with `const` at the top level",
