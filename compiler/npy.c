@@ -48,14 +48,15 @@ static int accept_word(Scan *s, const char *w) {
   return 0;
 }
 
-/* A Python string literal without escapes, 'x' or "x". */
+/* A Python string literal of printable ASCII without escapes, 'x' or "x"
+ * (so that what is quoted in a message is plain text). */
 static int string_lit(Scan *s, char *out, size_t cap) {
   skip_ws(s);
   if (s->p >= s->end || (*s->p != '\'' && *s->p != '"')) return -1;
   char q = *s->p++;
   size_t n = 0;
   while (s->p < s->end && *s->p != q) {
-    if (*s->p == '\\' || n + 1 >= cap) return -1;
+    if (*s->p == '\\' || *s->p < 0x20 || *s->p > 0x7e || n + 1 >= cap) return -1;
     out[n++] = *s->p++;
   }
   if (s->p >= s->end) return -1;

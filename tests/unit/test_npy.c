@@ -199,6 +199,8 @@ static void bad_headers(void **st) {
       {"{'descr': '|f4', 'fortran_order': False, 'shape': (2,)}", "element type '|f4' has no byte order ('<' or '>'; '|' for one byte)"},
       {"{'descr': '=f4', 'fortran_order': False, 'shape': (2,)}", "element type '=f4' has no byte order ('<' or '>'; '|' for one byte)"},
       {"{'descr': 1, 'fortran_order': False, 'shape': (2,)}", "'descr' is not a simple type string like '<f4'"},
+      {"{'descr': '<f\xde', 'fortran_order': False, 'shape': (2,)}", "'descr' is not a simple type string like '<f4'"},
+      {"{'sh\033[2Jape': (2,)}", "the header's keys must be 'descr', 'fortran_order' and 'shape'"},
       {"{'descr': '<f\\4', 'fortran_order': False, 'shape': (2,)}", "'descr' is not a simple type string like '<f4'"},
       {"{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", "'fortran_order' is neither True nor False"},
       {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3)}", "the array is in Fortran order; save a C-ordered one (np.ascontiguousarray)"},
