@@ -58,6 +58,10 @@ typedef enum cake_status {
 /* The message of the last failed call on this thread. */
 const char *cake_last_error(void);
 const char *cake_status_name(cake_status s);
+/* Record `message` as this thread's last error and return `s`: for layers
+ * over the runtime (generated launchers, bindings) that check arguments
+ * themselves. A NULL message records "(no message)". */
+cake_status cake_fail(cake_status s, const char *message);
 
 typedef struct cake_allocator {
   void *(*alloc)(void *ctx, size_t bytes);

@@ -24,6 +24,10 @@ cake_status rt_fail(cake_status s, const char *fmt, ...) {
   return s;
 }
 
+cake_status cake_fail(cake_status s, const char *message) {
+  return rt_fail(s, "%s", message ? message : "(no message)");
+}
+
 const char *cake_status_name(cake_status s) {
   static const char *const names[] = {"CAKE_OK",    "CAKE_ERR_ARGUMENT", "CAKE_ERR_IO",   "CAKE_ERR_PACKAGE",
                                       "CAKE_ERR_NOT_FOUND", "CAKE_ERR_TENSOR", "CAKE_ERR_PLAN", "CAKE_ERR_CUDA",
