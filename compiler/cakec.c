@@ -1,13 +1,17 @@
-/* cakec.c - the command-line driver, a thin layer over cake_compile(). */
+/* cakec.c - the command-line driver, a thin layer over cake_compile();
+ * `cakec run` runs a program on the CPU interpreter (run.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cake.h"
+#include "run.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: cakec [options] SPEC.cake...\n"
+          "       cakec run SPEC.cake [--entry NAME] [--dim NAME=N] [--in NAME=FILE.npy] ...\n"
+          "                 run an entry on the CPU interpreter, .npy in and out (cakec run --help)\n"
           "  --emit=KIND    header | ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package);\n"
           "                 header: typed C launchers for each program (a header-only C file)\n"
           "  --arch=LIST    comma-separated targets (default: %s)\n"
@@ -23,6 +27,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "run")) return cakec_run(argc - 1, argv + 1);
   cake_options opt = {0};
   const char *out = NULL;
   char *options = NULL;

@@ -11,11 +11,13 @@ out z : f32[N, H, 8]
 if bad == loops {
 kernel a over (c in chunks, h in H) {
   acc = load x[c, h, :]
-  for i in range(2.0) carry acc {
-    acc = acc + 1.0
+  a1 = acc
+  for i in range(2.0) carry a1 {
+    a1 = a1 + 1.0
   }
-  for i in range(load x[c, h, :]) carry acc {
-    acc = acc + 1.0
+  a2 = acc
+  for i in range(load x[c, h, :]) carry a2 {
+    a2 = a2 + 1.0
   }
   for i in range(H) carry acc {
     for j in range(2) carry acc {
@@ -61,26 +63,24 @@ kernel o over (c in chunks, h in H) {
 }
 entry fwd = o
 }
-// CHECK: loop_invalid.cake:14:18: error: the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got f32
-// CHECK: loop_invalid.cake:17:18: error: the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got f32[16, 8]
-// CHECK: loop_invalid.cake:21:5: error: loops do not nest: this 'for' is inside another loop
-// CHECK: loop_invalid.cake:24:5: error: cannot assign to loop index 'i'
-// CHECK: loop_invalid.cake:20:27: error: carried value 'acc' is never assigned in the loop body
-// CHECK: loop_invalid.cake:27:28: error: unknown name 'k'
-// CHECK: loop_invalid.cake:33:5: error: loops do not nest: this 'for' is inside another loop
-// CHECK: loop_invalid.cake:32:28: error: carried value 'S' is never assigned in the scan body
-// CHECK: loop_invalid.cake:38:5: error: loops do not nest: this 'for' is inside another loop
-// CHECK: loop_invalid.cake:42:21: error: valid() takes a chunk index (a grid index over chunks or a scan index)
-// CHECK: loop_invalid.cake:37:27: error: carried value 'S' is never assigned in the loop body
-// CHECK: loop_invalid.cake:50:5: error: 'm' is defined outside the loop; only its carried values may be reassigned inside it (add 'm' to the loop's carry list)
-// CHECK: loop_invalid.cake:49:27: error: carried value 't' is never assigned in the loop body
+// CHECK: loop_invalid.cake:15:18: error: the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got f32
+// CHECK: loop_invalid.cake:19:18: error: the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got f32[16, 8]
+// CHECK: loop_invalid.cake:23:5: error: loops do not nest: this 'for' is inside another loop
+// CHECK: loop_invalid.cake:26:5: error: cannot assign to loop index 'i'
+// CHECK: loop_invalid.cake:29:28: error: unknown name 'k'
+// CHECK: loop_invalid.cake:35:5: error: loops do not nest: this 'for' is inside another loop
+// CHECK-NOT: never assigned in the scan body
+// CHECK: loop_invalid.cake:40:5: error: loops do not nest: this 'for' is inside another loop
+// CHECK: loop_invalid.cake:44:21: error: valid() takes a chunk index (a grid index over chunks or a scan index)
+// CHECK: loop_invalid.cake:52:5: error: 'm' is defined outside the loop; only its carried values may be reassigned inside it (add 'm' to the loop's carry list)
+// CHECK: loop_invalid.cake:51:27: error: carried value 't' is never assigned in the loop body
 // A key head computed from a value head is fine to read from, but stored to
 // by every value head of its group it would have several writers; an index
 // that uses the grid index twice is refused too (conservatively: here it is
 // h itself):
 // RUN: not %cakec %s --emit=cir --option bad=owner 2>&1 | FileCheck %s --check-prefix=OWNER
-// OWNER: loop_invalid.cake:58:9: error: several instances of grid axis 'h' write this window of 'y' (its index depends on 'h' through '/', '%', minimum or maximum, or twice), so the result would depend on their order; index the store by 'h' itself, plus or times other values (to sum over a group of 'h', loop over the group in one instance with `for i in range(...)`)
-// OWNER: loop_invalid.cake:59:9: error: several instances of grid axis 'h' write this window of 'q'
+// OWNER: loop_invalid.cake:60:9: error: several instances of grid axis 'h' write this window of 'y' (its index depends on 'h' through '/', '%', minimum or maximum, or twice), so the result would depend on their order; index the store by 'h' itself, plus or times other values (to sum over a group of 'h', loop over the group in one instance with `for i in range(...)`)
+// OWNER: loop_invalid.cake:61:9: error: several instances of grid axis 'h' write this window of 'q'
 // OWNER-NEXT: store q[c, h / 2, :] = t
-// OWNER: loop_invalid.cake:60:9: error: several instances of grid axis 'h' write this window of 'q'
+// OWNER: loop_invalid.cake:62:9: error: several instances of grid axis 'h' write this window of 'q'
 // OWNER-NOT: error
