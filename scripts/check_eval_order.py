@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check_eval_order.py - find unsequenced MLIR builder calls in lowering/.
+"""check_eval_order.py - find unsequenced MLIR builder calls in lowering/
+(and unsequenced diagnostics or CIR instructions in compiler/, with --dir compiler).
 
 C leaves the order in which a call's arguments (and the operands of most
 binary operators, and the elements of an initializer list) are evaluated
@@ -32,6 +33,8 @@ SEEDS = {
     "mlirBlockAddArgument", "mlirOperationSetDiscardableAttributeByName",
     "mlirOperationSetInherentAttributeByName", "mlirOperationSetAttributeByName",
     "mlirModuleCreateEmpty", "mlirModuleCreateParse",
+    # the compiler's own ordered effects: diagnostics and CIR instructions (numbered as created)
+    "diag_error", "diag_note", "diag_verror", "diag_plain", "cir_inst_new", "cir_block_push",
 }
 # Binary operators whose operands are sequenced (or not evaluated both).
 SEQUENCED = {",", "&&", "||"}
@@ -92,10 +95,11 @@ def main():
     ap.add_argument("--clang", default=os.environ.get("CAKE_CLANG", "clang-22"))
     ap.add_argument("--build", default="build", help="a configured build (for dsl/parser.h)")
     ap.add_argument("--llvm", default="/usr/lib/llvm-22")
+    ap.add_argument("--dir", default="lowering", help="the folder whose *.c are read (lowering, compiler)")
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    files = sorted(glob.glob(os.path.join(root, "lowering", "*.c")))
+    files = sorted(glob.glob(os.path.join(root, a.dir, "*.c")))
     report = a.files or files  # every file is read for the call graph
     flags = ["-fsyntax-only", "-Xclang", "-ast-dump=json", "-std=gnu11",
              "-I" + os.path.join(root, "lowering"), "-I" + os.path.join(root, "compiler"),
