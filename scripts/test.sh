@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - build what is needed, then run every test:
 #   1. build/ (the normal build): ctest - unit tests, the lit suite, the
-#      install test;
+#      install test; with clang-22, scripts/check_eval_order.py;
 #   2. build-asan/ (ASan + UBSan, clang-22 when present, else the default
 #      compiler): the unit tests and the whole lit suite, every sanitizer
 #      report fatal (it aborts, so it fails negative tests too);
@@ -22,7 +22,12 @@ part() { # name start
 [ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure
-part "1. build/ ctest" "$t0"
+# builder calls whose order C leaves open (clang's AST; lowering/mlb.h)
+if command -v "${CAKE_CLANG:-clang-22}" >/dev/null; then
+  python3 scripts/check_eval_order.py --clang "${CAKE_CLANG:-clang-22}" --build build
+  python3 scripts/check_eval_order.py --clang "${CAKE_CLANG:-clang-22}" --build build --dir compiler
+fi
+part "1. build/ ctest, eval-order check" "$t0"
 
 if [ "${CAKE_TEST_SANITIZE:-1}" != 0 ]; then
   # 2. the sanitizer build
