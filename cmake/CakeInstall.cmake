@@ -11,7 +11,11 @@ set_target_properties(cakelower cake PROPERTIES POSITION_INDEPENDENT_CODE ON)
 file(WRITE ${CMAKE_BINARY_DIR}/cake_so.c "/* libcake.so: everything comes from the static layers */\n")
 add_library(cake_compiler SHARED ${CMAKE_BINARY_DIR}/cake_so.c)
 target_link_libraries(cake_compiler PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,cake>")
-target_link_options(cake_compiler PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/libcake.map -Wl,--no-undefined)
+target_link_options(cake_compiler PRIVATE -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/libcake.map)
+if(NOT CAKE_SANITIZE)
+  # (sanitized libraries leave the sanitizer runtime to the executable)
+  target_link_options(cake_compiler PRIVATE -Wl,--no-undefined)
+endif()
 target_include_directories(cake_compiler INTERFACE
   $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/compiler> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/cake>)
 set_target_properties(cake_compiler PROPERTIES OUTPUT_NAME cake EXPORT_NAME compiler

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -86,6 +87,15 @@ static void finish(Slot *s, Buf *out, int *died) {
   }
   uint64_t len = 0;
   if (s->data.len >= sizeof len) memcpy(&len, s->data.data, sizeof len);
+#ifdef CAKE_SANITIZE_BUILD
+  /* In a sanitizer build a report aborts the process that made it: a worker
+   * ended by a signal takes this process down too, so that the report is not
+   * turned into an ordinary diagnostic (tests expecting an error would pass). */
+  if (WIFSIGNALED(st)) {
+    fprintf(stderr, "cakec: a worker process was ended by signal %d (see its report above)\n", WTERMSIG(st));
+    abort();
+  }
+#endif
   int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && s->data.len >= sizeof len && s->data.len - sizeof len == len;
   if (ok) buf_put(&out[s->task], s->data.data + sizeof len, (size_t)len);
   else died[s->task] = 1;

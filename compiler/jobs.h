@@ -7,8 +7,10 @@
  * its bytes to a pipe and exits; the parent's state is never changed by a
  * task. With jobs <= 1, or when fork fails, tasks run in this process, one
  * after the other. A child that dies without a complete result (a crash, a
- * signal) leaves out[i] empty and died[i] set. The pool waits only for the
- * children it started (waitpid on their ids); nothing is printed.
+ * signal) leaves out[i] empty and died[i] set; in a sanitizer build
+ * (CAKE_SANITIZE) a child ended by a signal aborts the parent as well, with a
+ * line on stderr. The pool waits only for the children it started (waitpid on
+ * their ids); nothing else is printed.
  */
 #ifndef CAKE_JOBS_H
 #define CAKE_JOBS_H

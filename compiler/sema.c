@@ -737,7 +737,11 @@ static CirInst *binary(Sema *s, CirOp op, Loc loc, CirInst *a, CirInst *b) {
   }
   DType dt = arith_dtype(s, loc, what, a, b);
   if (dt == DT_NONE) return poison(s, loc);
-  if (dt == DT_I32 && (!i32_fits(s, a) | !i32_fits(s, b))) return poison(s, loc);
+  if (dt == DT_I32) { /* both checked, left first: each reports its own error */
+    int fa = i32_fits(s, a);
+    int fb = i32_fits(s, b);
+    if (!fa || !fb) return poison(s, loc);
+  }
   if (op == OP_MOD && dt != DT_I32) {
     ERR(loc, "'%%' is defined on i32 only, got %s", dtype_name(a->ty.dt));
     return poison(s, loc);
@@ -1155,7 +1159,11 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
       }
       DType dt = arith_dtype(s, loc, "where()", x[1], x[2]);
       if (dt == DT_NONE) return poison(s, loc);
-      if (dt == DT_I32 && (!i32_fits(s, x[1]) | !i32_fits(s, x[2]))) return poison(s, loc);
+      if (dt == DT_I32) { /* both checked, in order */
+        int f1 = i32_fits(s, x[1]);
+        int f2 = i32_fits(s, x[2]);
+        if (!f1 || !f2) return poison(s, loc);
+      }
       CirType sh, sh2;
       if (!broadcast(s, loc, "where()", x[1]->ty, x[2]->ty, &sh)) return poison(s, loc);
       if (!broadcast(s, loc, "where()", x[0]->ty, sh, &sh2)) return poison(s, loc);

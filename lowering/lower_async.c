@@ -58,7 +58,7 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
   CopyCtx *x = vctx;
   Home *h = home_of(L, x->in);
   MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
-  MlirValue c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, x->ppr)), mlb_i32(b, x->per));
+  MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, x->ppr), x->per);
   MlirValue valid = (MlirValue){0};
   MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, &valid);
   MlirValue size = mlb_i32(b, 16);

@@ -53,7 +53,7 @@ static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, v
 
 static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValue col) {
   Mlb *b = &L->b;
-  return mlb_add(b, base, mlb_mul(b, mlb_add(b, mlb_mul(b, row, mlb_i32(b, stride)), col), mlb_i32(b, 2)));
+  return mlb_add(b, base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, row, stride), col), 2));
 }
 
 void lower_decay(LK *L, const CirInst *in) {
@@ -97,20 +97,23 @@ void lower_decay(LK *L, const CirInst *in) {
       MlirValue zero = mlb_f32(b, 0.0), init[8];
       for (int e = 0; e < 8; e++) init[e] = zero;
       MlbFor kl;
-      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, 16), 8, init);
+      MlirValue k_lo = mlb_i32(b, 0);
+      MlirValue k_hi = mlb_i32(b, K);
+      MlirValue k_step = mlb_i32(b, 16);
+      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 8, init);
       MlirValue k0 = kl.iv;
       /* A: row lane % 16 of a' (block I), column k0 + (lane / 16) * 8 */
       MlirValue arow = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16));
-      MlirValue acol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
+      MlirValue acol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", lane, 16), 8));
       MlirValue as = ldmatrix_at(L, boff(L, ap, st, arow, acol), 4, 0);
       MlirValue af[4];
       for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
       /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
        * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
       MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
-      MlirValue brow = mlb_add(b, mlb_add(b, mlb_i32(b, row0 + 16 * J), mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
-                               mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
-      MlirValue bcol = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+      MlirValue brow = mlb_add_c(b, mlb_bin_c(b, "arith.remui", lane, 8), row0 + 16 * J);
+      brow = mlb_add(b, brow, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
+      MlirValue bcol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
       MlirValue bs = ldmatrix_at(L, boff(L, bp, st, brow, bcol), 4, 0);
       MlirValue bf[4];
       for (int e = 0; e < 4; e++) bf[e] = mlb_extract(b, bs, e, b->i32);
@@ -122,9 +125,9 @@ void lower_decay(LK *L, const CirInst *in) {
       }
       mlb_for_end(b, &kl, 8, acc);
       for (int half = 0; half < 2; half++) {
-        MlirValue col = mlb_add(b, mlb_i32(b, 16 * J + 8 * half), mlb_mul(b, t4, mlb_i32(b, 2)));
+        MlirValue col = mlb_add_c(b, mlb_mul_c(b, t4, 2), 16 * J + 8 * half);
         for (int up = 0; up < 2; up++) {
-          MlirValue row = mlb_add(b, mlb_add(b, mlb_i32(b, 16 * I), g4), mlb_i32(b, 8 * up));
+          MlirValue row = mlb_add_c(b, mlb_add_c(b, g4, 16 * I), 8 * up);
           Vals x = {.n = 2};
           x.v[0] = mlb_res(kl.op, half * 4 + up * 2);
           x.v[1] = mlb_res(kl.op, half * 4 + up * 2 + 1);
@@ -139,7 +142,9 @@ void lower_decay(LK *L, const CirInst *in) {
 
   /* zeros above the diagonal */
   MlbFor el;
-  mlb_for_begin(b, &el, L->tid, mlb_i32(b, C * C), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue el_hi = mlb_i32(b, C * C);
+  MlirValue el_step = mlb_i32(b, L->nthreads);
+  mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
   {
     MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, C)), j = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, C));
     MlbIf up;
@@ -154,27 +159,35 @@ void lower_decay(LK *L, const CirInst *in) {
   /* the diagonal blocks' lower triangles, element by element: entry e of
    * block d is (t, s) with t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2 */
   MlbFor dg;
-  mlb_for_begin(b, &dg, L->tid, mlb_i32(b, nb * 136), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue dg_hi = mlb_i32(b, nb * 136);
+  MlirValue dg_step = mlb_i32(b, L->nthreads);
+  mlb_for_begin(b, &dg, L->tid, dg_hi, dg_step, 0, NULL);
   {
     MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
     MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
-    MlirValue disc = mlb_bin(b, "arith.addf", mlb_bin(b, "arith.mulf", ef, mlb_f32(b, 8.0)), mlb_f32(b, 1.0));
+    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
     MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
-    MlirValue t = mlb_cast(b, "arith.fptoui",
-                           mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.subf", sq, mlb_f32(b, 1.0)), mlb_f32(b, 0.5)), b->i32);
+    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
+                           b->i32);
     /* guard the float estimate against rounding either way */
-    MlirValue tri = mlb_bin(b, "arith.divui", mlb_mul(b, t, mlb_add(b, t, mlb_i32(b, 1))), mlb_i32(b, 2));
-    t = mlb_select(b, mlb_cmpi(b, "ult", e, tri), mlb_bin(b, "arith.subi", t, mlb_i32(b, 1)), t);
-    tri = mlb_bin(b, "arith.divui", mlb_mul(b, mlb_add(b, t, mlb_i32(b, 1)), mlb_add(b, t, mlb_i32(b, 2))), mlb_i32(b, 2));
-    t = mlb_select(b, mlb_cmpi(b, "uge", e, tri), mlb_add(b, t, mlb_i32(b, 1)), t);
-    tri = mlb_bin(b, "arith.divui", mlb_mul(b, t, mlb_add(b, t, mlb_i32(b, 1))), mlb_i32(b, 2));
+    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue below = mlb_cmpi(b, "ult", e, tri);
+    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
+    MlirValue t1 = mlb_add_c(b, t, 1);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
+    MlirValue above = mlb_cmpi(b, "uge", e, tri);
+    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
     MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
-    MlirValue r = mlb_add(b, mlb_mul(b, d, mlb_i32(b, 16)), t), j = mlb_add(b, mlb_mul(b, d, mlb_i32(b, 16)), s0);
+    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
     int VW = 8;
     while (K % VW) VW /= 2;
     MlirValue zero = mlb_f32(b, 0.0);
     MlbFor sum;
-    mlb_for_begin(b, &sum, mlb_i32(b, 0), mlb_i32(b, K), mlb_i32(b, VW), 1, &zero);
+    MlirValue s_lo = mlb_i32(b, 0);
+    MlirValue s_hi = mlb_i32(b, K);
+    MlirValue s_step = mlb_i32(b, VW);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, 1, &zero);
     MlirValue c = sum.iv;
     Vals ar = view_vals(L, &A, r, c, VW), bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
     MlirValue acc = sum.iter[0];

@@ -43,7 +43,8 @@ static void dmm_elem(LK *L, MlirValue e, void *vctx) {
   MlirValue xv = view_vals(L, &s->x, t, c, 1).v[0];
   MlirValue gt = view_vals(L, &s->g, t, c, 1).v[0];
   MlirValue d = row_side ? mlb_bin(b, "arith.subf", gi, gt) : mlb_bin(b, "arith.subf", gt, gi);
-  MlirValue term = mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", mv, xv), exp_approx(L, d));
+  MlirValue mx = mlb_bin(b, "arith.mulf", mv, xv);
+  MlirValue term = mlb_bin(b, "arith.mulf", mx, exp_approx(L, d));
   MlirValue acc = mlb_bin(b, "arith.addf", loop.iter[0], term);
   mlb_for_end(b, &loop, 1, &acc);
   Vals y = {.n = 1};
@@ -53,8 +54,10 @@ static void dmm_elem(LK *L, MlirValue e, void *vctx) {
 
 void lower_decay_mm(LK *L, const CirInst *in) {
   Home *h = home_of(L, in);
-  DmmCtx s = {in, operand_view(L, in, 0), operand_view(L, in, 1), operand_view(L, in, 2),
-              mlb_i32(&L->b, h->offset), h->stride, in->ty.shape[0]};
+  View m = operand_view(L, in, 0);
+  View x = operand_view(L, in, 1);
+  View g = operand_view(L, in, 2);
+  DmmCtx s = {in, m, x, g, mlb_i32(&L->b, h->offset), h->stride, in->ty.shape[0]};
   mlb_barrier(&L->b); /* staged operands are complete */
   strided_loop(L, in->ty.shape[0] * in->ty.shape[1], dmm_elem, &s);
 }

@@ -66,20 +66,20 @@ MlirValue ldmatrix_at(LK *L, MlirValue byte_off, int num, int trans) {
 /* byte offset of element (row, col) of a held bf16 tile */
 static MlirValue elem_off(LK *L, const Operand *o, MlirValue row, MlirValue col) {
   Mlb *b = &L->b;
-  return mlb_add(b, o->base, mlb_mul(b, mlb_add(b, mlb_mul(b, row, mlb_i32(b, o->stride)), col), mlb_i32(b, 2)));
+  return mlb_add(b, o->base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, row, o->stride), col), 2));
 }
 
 static void frag_a(LK *L, const Operand *a, MlirValue lane, MlirValue m0, MlirValue k0, MlirValue out[4]) {
   Mlb *b = &L->b;
   MlirValue row, col;
   if (!a->trans) { /* held [M][K]: lane l reads row m0 + l%16 at k0 + (l/16)*8 */
-    row = mlb_add(b, m0, mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16)));
-    col = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.divui", lane, mlb_i32(b, 16)), mlb_i32(b, 8)));
+    row = mlb_add(b, m0, mlb_bin_c(b, "arith.remui", lane, 16));
+    col = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", lane, 16), 8));
   } else { /* held [K][M]: matrix q = l/8 is rows k0 + (q/2)*8, cols m0 + (q%2)*8 */
-    MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
-    row = mlb_add(b, mlb_add(b, k0, mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8))),
-                  mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
-    col = mlb_add(b, m0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    MlirValue q = mlb_bin_c(b, "arith.divui", lane, 8);
+    row = mlb_add(b, k0, mlb_bin_c(b, "arith.remui", lane, 8));
+    row = mlb_add(b, row, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
+    col = mlb_add(b, m0, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
   }
   MlirValue s = ldmatrix_at(L, elem_off(L, a, row, col), 4, a->trans);
   for (int i = 0; i < 4; i++) out[i] = mlb_extract(b, s, i, b->i32);
@@ -93,11 +93,13 @@ static void frag_b(LK *L, const Operand *o, MlirValue lane, MlirValue k0, MlirVa
   MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
   MlirValue i8 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 8));
   if (o->trans) { /* held [N][K]: matrix q: rows n0 + (q/2)*8, cols k0 + (q%2)*8 */
-    row = mlb_add(b, mlb_add(b, n0, i8), mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
-    col = mlb_add(b, k0, mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    row = mlb_add(b, n0, i8);
+    row = mlb_add(b, row, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
+    col = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
   } else { /* held [K][N] (.trans): matrix q: rows k0 + (q%2)*8, cols n0 + (q/2)*8 */
-    row = mlb_add(b, mlb_add(b, k0, i8), mlb_mul(b, mlb_bin(b, "arith.remui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
-    col = mlb_add(b, n0, mlb_mul(b, mlb_bin(b, "arith.divui", q, mlb_i32(b, 2)), mlb_i32(b, 8)));
+    row = mlb_add(b, k0, i8);
+    row = mlb_add(b, row, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
+    col = mlb_add(b, n0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
   }
   if (!pair) {
     /* x2 reads the addresses of lanes 0-15 only: matrices q = 0, 1 */
@@ -231,15 +233,18 @@ void lower_matmul(LK *L, const CirInst *mm) {
       for (int t = 0; t < nterms; t++) {
       const Operand A = terms[t].A, B = terms[t].B;
       DType dt = terms[t].dt;
-      mlb_for_begin(b, &kl, mlb_i32(b, 0), mlb_i32(b, terms[t].K), mlb_i32(b, 16), nacc, init);
+      MlirValue k_lo = mlb_i32(b, 0);
+      MlirValue k_hi = mlb_i32(b, terms[t].K);
+      MlirValue k_step = mlb_i32(b, 16);
+      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, nacc, init);
       MlirValue k0 = kl.iv;
       MlirValue af[MMA_TILES_PER_PASS][4], bf[MMA_TILES_PER_PASS][4];
       for (int i = 0; i < mtp; i++) {
-        MlirValue m0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wr, mlb_i32(b, mt)), mlb_i32(b, pm + i)), mlb_i32(b, 16));
+        MlirValue m0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wr, mt), pm + i), 16);
         frag_a(L, &A, lane, m0, k0, af[i]);
       }
       for (int j = 0; j < ntp; j += 2) {
-        MlirValue n0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wc, mlb_i32(b, nt)), mlb_i32(b, pn + j)), mlb_i32(b, 8));
+        MlirValue n0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wc, nt), pn + j), 8);
         int pair = j + 1 < ntp;
         MlirValue f4[4];
         frag_b(L, &B, lane, k0, n0, pair, f4);
@@ -263,11 +268,11 @@ void lower_matmul(LK *L, const CirInst *mm) {
       /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
-          MlirValue m0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wr, mlb_i32(b, mt)), mlb_i32(b, pm + i)), mlb_i32(b, 16));
-          MlirValue n0 = mlb_mul(b, mlb_add(b, mlb_mul(b, wc, mlb_i32(b, nt)), mlb_i32(b, pn + j)), mlb_i32(b, 8));
-          MlirValue col = mlb_add(b, n0, mlb_mul(b, t4, mlb_i32(b, 2)));
+          MlirValue m0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wr, mt), pm + i), 16);
+          MlirValue n0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wc, nt), pn + j), 8);
+          MlirValue col = mlb_add(b, n0, mlb_mul_c(b, t4, 2));
           for (int half = 0; half < 2; half++) {
-            MlirValue row = mlb_add(b, mlb_add(b, m0, g), mlb_i32(b, half * 8));
+            MlirValue row = mlb_add_c(b, mlb_add(b, m0, g), half * 8);
             Vals x = {.n = 2};
             x.v[0] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2);
             x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);

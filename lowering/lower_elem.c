@@ -166,7 +166,7 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
         break;
       }
       case IX_BLOCK:
-        idx = mlb_add(b, mlb_mul(b, eval_scalar(L, ix->v), mlb_i32(b, ix->size)), coord);
+        idx = mlb_add(b, mlb_mul_c(b, eval_scalar(L, ix->v), ix->size), coord);
         break;
       default: idx = eval_scalar(L, ix->v); break;
     }
@@ -289,7 +289,7 @@ static MlirValue f_exp(LK *L, MlirValue x) {
 
 static MlirValue f_log(LK *L, MlirValue x) {
   Mlb *b = &L->b;
-  return mlb_bin(b, "arith.mulf", approx(L, "llvm.nvvm.lg2.approx.f", x), mlb_f32(b, 0.6931471805599453));
+  return mlb_binf_c(b, "arith.mulf", approx(L, "llvm.nvvm.lg2.approx.f", x), 0.6931471805599453);
 }
 
 static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
@@ -302,7 +302,8 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
     case OP_LOG: return f_log(L, x);
     case OP_SIGMOID: {
       MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", x, b->f32));
-      return mlb_bin(b, "arith.divf", mlb_f32(b, 1.0), mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
+      MlirValue one = mlb_f32(b, 1.0);
+      return mlb_bin(b, "arith.divf", one, mlb_bin(b, "arith.addf", one, e));
     }
     case OP_SOFTPLUS: {
       /* max(x, 0) + log1p(e), e = exp(-|x|) in (0, 1] (dsl/README.md), as
@@ -311,10 +312,10 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
        * approximations' error for every x, no cut-off. */
       MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x), b->f32));
       MlirValue u = mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e);
-      MlirValue l = mlb_bin(b, "arith.mulf", f_log(L, u),
-                            mlb_bin(b, "arith.divf", e, mlb_bin(b, "arith.subf", u, mlb_f32(b, 1.0))));
+      MlirValue lu = f_log(L, u);
+      MlirValue l = mlb_bin(b, "arith.mulf", lu, mlb_bin(b, "arith.divf", e, mlb_binf_c(b, "arith.subf", u, 1.0)));
       l = mlb_select(b, mlb_cmpf(b, "oeq", u, mlb_f32(b, 1.0)), e, l);
-      return mlb_bin(b, "arith.addf", mlb_bin(b, "arith.maximumf", x, mlb_f32(b, 0.0)), l);
+      return mlb_bin(b, "arith.addf", mlb_binf_c(b, "arith.maximumf", x, 0.0), l);
     }
     case OP_SQRT: return mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &x);
     case OP_RSQRT: return approx(L, "llvm.nvvm.rsqrt.approx.f", x);
@@ -332,9 +333,11 @@ static MlirValue int_divide(LK *L, CirOp op, MlirValue x, MlirValue y) {
   Mlb *b = &L->b;
   MlirValue zero = mlb_i32(b, 0);
   MlirValue by_zero = mlb_cmpi(b, "eq", y, zero);
-  MlirValue overflow = mlb_bin(b, "arith.andi", mlb_cmpi(b, "eq", x, mlb_i32(b, INT32_MIN)),
-                               mlb_cmpi(b, "eq", y, mlb_i32(b, -1)));
-  MlirValue safe = mlb_select(b, mlb_bin(b, "arith.ori", by_zero, overflow), mlb_i32(b, 1), y);
+  MlirValue x_min = mlb_cmpi(b, "eq", x, mlb_i32(b, INT32_MIN));
+  MlirValue y_m1 = mlb_cmpi(b, "eq", y, mlb_i32(b, -1));
+  MlirValue overflow = mlb_bin(b, "arith.andi", x_min, y_m1);
+  MlirValue trap = mlb_bin(b, "arith.ori", by_zero, overflow);
+  MlirValue safe = mlb_select(b, trap, mlb_i32(b, 1), y);
   if (op == OP_DIV) return mlb_select(b, by_zero, zero, mlb_bin(b, "arith.divsi", x, safe));
   return mlb_select(b, by_zero, x, mlb_bin(b, "arith.remsi", x, safe));
 }
@@ -500,8 +503,10 @@ Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W) {
   }
   if (h->kind == H_SCALAR && h->emitted) return splat(h->scalar, W);
   if (h->kind == H_SMEM) {
-    Vals x = smem_load_vals(L, home_base(L, v), h->sdt, h->stride, v->ty.rank == 2 ? r : mlb_i32(&L->b, 0),
-                            v->ty.rank == 0 ? mlb_i32(&L->b, 0) : c, W);
+    MlirValue base = home_base(L, v);
+    MlirValue row = v->ty.rank == 2 ? r : mlb_i32(&L->b, 0);
+    MlirValue col = v->ty.rank == 0 ? mlb_i32(&L->b, 0) : c;
+    Vals x = smem_load_vals(L, base, h->sdt, h->stride, row, col, W);
     for (int l = 0; l < W; l++) x.v[l] = from_storage(L, x.v[l], h->sdt, v->ty.dt);
     return x;
   }
@@ -530,7 +535,9 @@ void strided_loop(LK *L, int total, StridedFn fn, void *ctx) {
   int NT = L->nthreads, iters = (total + NT - 1) / NT;
   if (iters > 4) {
     MlbFor f;
-    mlb_for_begin(b, &f, L->tid, mlb_i32(b, total), mlb_i32(b, NT), 0, NULL);
+    MlirValue hi = mlb_i32(b, total);
+    MlirValue step = mlb_i32(b, NT);
+    mlb_for_begin(b, &f, L->tid, hi, step, 0, NULL);
     fn(L, f.iv, ctx);
     mlb_for_end(b, &f, 0, NULL);
     return;
@@ -566,7 +573,7 @@ static void tile_item(LK *L, MlirValue g, void *vctx) {
     c = mlb_i32(b, 0);
   } else {
     r = mlb_bin(b, "arith.divui", g, mlb_i32(b, t->per_row));
-    c = mlb_mul(b, mlb_bin(b, "arith.remui", g, mlb_i32(b, t->per_row)), mlb_i32(b, t->W));
+    c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, t->per_row), t->W);
   }
   t->fn(L, t->v, r, c, t->W, t->ctx);
 }

@@ -40,7 +40,8 @@ static MlirValue arg_of(LK *L, ArgWhat what, const void *ptr, int dim) {
 static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
   Mlb *b = &L->b;
   MlirValue table = arg_of(L, ARG_CHUNK_TABLE, NULL, 0);
-  MlirValue off = mlb_mul(b, mlb_cast(b, "arith.extsi", c, b->i64), mlb_i64(b, 16));
+  MlirValue c64 = mlb_cast(b, "arith.extsi", c, b->i64);
+  MlirValue off = mlb_mul(b, c64, mlb_i64(b, 16));
   MlirValue row = mlb_load(b, mlb_vec(b, 4, b->i32), mlb_gep(b, table, off), 16);
   ChunkInfo *ci = &L->chunks[idx->id];
   ci->start = mlb_vextract(b, row, 0);
@@ -64,7 +65,8 @@ static int prefetch_due(LK *L, const CirBlock *body, int at) {
 static MlirValue carry_addr(LK *L, const Home *h, MlirValue phase) {
   Mlb *b = &L->b;
   if (h->nbufs == 1) return mlb_i32(b, h->offset);
-  return mlb_add(b, mlb_i32(b, h->offset), mlb_mul(b, phase, mlb_i32(b, h->bytes)));
+  MlirValue off = mlb_i32(b, h->offset);
+  return mlb_add(b, off, mlb_mul_c(b, phase, h->bytes));
 }
 
 /* Does the scalar v depend on the loop index cv? */
@@ -140,7 +142,8 @@ static void emit_for(LK *L, const CirInst *f) {
     MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
     MlirValue d64 = mlb_cast(b, "arith.extsi", doc, b->i64);
     lo = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
-    hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, mlb_add(b, d64, mlb_i64(b, 1)), mlb_i64(b, 4))), 4);
+    MlirValue d64_next = mlb_add(b, d64, mlb_i64(b, 1));
+    hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64_next, mlb_i64(b, 4))), 4);
   }
   const CirBlock *body = f->body;
   /* initial values into buffer 0 of each carry */

@@ -71,11 +71,16 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
   int reverse = in->op == OP_RCUMSUM;
   int is_max = in->op == OP_AMAX;
   MlbFor lines;
-  mlb_for_begin(b, &lines, L->tid, mlb_i32(b, nlines), mlb_i32(b, L->nthreads), 0, NULL);
+  MlirValue lines_hi = mlb_i32(b, nlines);
+  MlirValue lines_step = mlb_i32(b, L->nthreads);
+  mlb_for_begin(b, &lines, L->tid, lines_hi, lines_step, 0, NULL);
   MlirValue line = lines.iv;
   MlirValue init = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
   MlbFor walk;
-  mlb_for_begin(b, &walk, mlb_i32(b, 0), mlb_i32(b, len), mlb_i32(b, 1), 1, &init);
+  MlirValue walk_lo = mlb_i32(b, 0);
+  MlirValue walk_hi = mlb_i32(b, len);
+  MlirValue walk_step = mlb_i32(b, 1);
+  mlb_for_begin(b, &walk, walk_lo, walk_hi, walk_step, 1, &init);
   MlirValue i = reverse ? mlb_bin(b, "arith.subi", mlb_i32(b, len - 1), walk.iv) : walk.iv;
   MlirValue x = line_elem(L, src, along_rows, line, i);
   MlirValue acc = is_max ? mlb_bin(b, "arith.maximumf", walk.iter[0], x) : mlb_bin(b, "arith.addf", walk.iter[0], x);
@@ -85,13 +90,19 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
     put(L, in, r, c, acc);
   }
   mlb_for_end(b, &walk, 1, &acc);
-  if (!scan) put(L, in, mlb_i32(b, 0), in->ty.rank == 0 ? mlb_i32(b, 0) : line, mlb_res(walk.op, 0));
+  if (!scan) {
+    MlirValue r = mlb_i32(b, 0);
+    MlirValue c = in->ty.rank == 0 ? mlb_i32(b, 0) : line;
+    put(L, in, r, c, mlb_res(walk.op, 0));
+  }
   mlb_for_end(b, &lines, 0, NULL);
 }
 
 static MlirValue shuffle_xor(LK *L, MlirValue x, int offset) {
   Mlb *b = &L->b;
-  MlirValue ops[3] = {x, mlb_i32(b, offset), mlb_i32(b, 32)};
+  MlirValue lane_mask = mlb_i32(b, offset);
+  MlirValue width = mlb_i32(b, 32);
+  MlirValue ops[3] = {x, lane_mask, width};
   MlirNamedAttribute na = mlb_named(b, "mode", mlb_attr(b, "#gpu<shuffle_mode xor>"));
   MlirType rt[2] = {mlirValueGetType(x), b->i1};
   return mlb_res(mlb_op(b, "gpu.shuffle", 2, rt, 3, ops, 1, &na), 0);
@@ -108,7 +119,9 @@ static void warp_reduce(LK *L, const CirInst *in) {
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
   MlbFor lines;
-  mlb_for_begin(b, &lines, warp, mlb_i32(b, R), mlb_i32(b, L->nthreads / 32), 0, NULL);
+  MlirValue lines_hi = mlb_i32(b, R);
+  MlirValue lines_step = mlb_i32(b, L->nthreads / 32);
+  mlb_for_begin(b, &lines, warp, lines_hi, lines_step, 0, NULL);
   MlirValue line = lines.iv;
   MlirValue acc = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
   for (int k = 0; k < C / 32; k++) {
@@ -121,7 +134,9 @@ static void warp_reduce(LK *L, const CirInst *in) {
   }
   MlbIf first;
   mlb_if_begin(b, &first, mlb_cmpi(b, "eq", lane, mlb_i32(b, 0)), 0, NULL);
-  put(L, in, mlb_i32(b, 0), in->ty.rank == 0 ? mlb_i32(b, 0) : line, acc);
+  MlirValue r = mlb_i32(b, 0);
+  MlirValue c = in->ty.rank == 0 ? mlb_i32(b, 0) : line;
+  put(L, in, r, c, acc);
   mlb_if_else(b, &first, 0, NULL);
   mlb_if_end(b, &first, 0, NULL);
   mlb_for_end(b, &lines, 0, NULL);
@@ -164,10 +179,14 @@ void lower_solve(LK *L, const CirInst *in) {
   /* zeros above the diagonal blocks */
   {
     MlbFor el;
-    mlb_for_begin(b, &el, L->tid, mlb_i32(b, n * n), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue el_hi = mlb_i32(b, n * n);
+    MlirValue el_step = mlb_i32(b, L->nthreads);
+    mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
     MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, n)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, n));
     MlbIf up;
-    mlb_if_begin(b, &up, mlb_cmpi(b, "ugt", mlb_bin(b, "arith.divui", c, c16), mlb_bin(b, "arith.divui", r, c16)), 0, NULL);
+    MlirValue cb = mlb_bin(b, "arith.divui", c, c16);
+    MlirValue rb = mlb_bin(b, "arith.divui", r, c16);
+    mlb_if_begin(b, &up, mlb_cmpi(b, "ugt", cb, rb), 0, NULL);
     PUT(Tb, h->stride, r, c, zero);
     mlb_if_else(b, &up, 0, NULL);
     mlb_if_end(b, &up, 0, NULL);
@@ -177,18 +196,25 @@ void lower_solve(LK *L, const CirInst *in) {
   /* 1. diagonal blocks: task = block * 16 + column */
   {
     MlbFor tk;
-    mlb_for_begin(b, &tk, L->tid, mlb_i32(b, n), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue tk_hi = mlb_i32(b, n);
+    MlirValue tk_step = mlb_i32(b, L->nthreads);
+    mlb_for_begin(b, &tk, L->tid, tk_hi, tk_step, 0, NULL);
     MlirValue base = mlb_mul(b, mlb_bin(b, "arith.divui", tk.iv, c16), c16);
     MlirValue col = tk.iv; /* absolute column; its block starts at `base` */
     MlbFor rows;
-    mlb_for_begin(b, &rows, base, mlb_add(b, base, c16), mlb_i32(b, 1), 0, NULL);
+    MlirValue rows_hi = mlb_add(b, base, c16);
+    MlirValue rows_step = mlb_i32(b, 1);
+    mlb_for_begin(b, &rows, base, rows_hi, rows_step, 0, NULL);
     MlirValue r = rows.iv;
     MlbFor dot;
     mlb_for_begin(b, &dot, col, r, mlb_i32(b, 1), 1, &zero);
     MlirValue j = dot.iv;
-    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", view_get(L, &A, r, j), TGET(j, col)));
+    MlirValue a_rj = view_get(L, &A, r, j);
+    MlirValue t_jc = TGET(j, col);
+    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", a_rj, t_jc));
     mlb_for_end(b, &dot, 1, &acc);
-    MlirValue x = mlb_select(b, mlb_cmpi(b, "eq", r, col), one, mlb_cast(b, "arith.negf", mlb_res(dot.op, 0), b->f32));
+    MlirValue diag = mlb_cmpi(b, "eq", r, col);
+    MlirValue x = mlb_select(b, diag, one, mlb_cast(b, "arith.negf", mlb_res(dot.op, 0), b->f32));
     x = mlb_select(b, mlb_cmpi(b, "slt", r, col), zero, x);
     PUT(Tb, h->stride, r, col, x);
     mlb_for_end(b, &rows, 0, NULL);
@@ -199,25 +225,35 @@ void lower_solve(LK *L, const CirInst *in) {
   for (int I = 1; I < nb; I++) {
     int cols = 16 * I;
     MlbFor el;
-    mlb_for_begin(b, &el, L->tid, mlb_i32(b, 16 * cols), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue el_hi = mlb_i32(b, 16 * cols);
+    MlirValue el_step = mlb_i32(b, L->nthreads);
+    mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
     MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, cols)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, cols));
     MlirValue row = mlb_add(b, r, mlb_i32(b, 16 * I));
     MlbFor dot;
-    mlb_for_begin(b, &dot, c, mlb_i32(b, 16 * I), mlb_i32(b, 1), 1, &zero);
-    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", view_get(L, &A, row, dot.iv), TGET(dot.iv, c)));
+    MlirValue dot_hi = mlb_i32(b, 16 * I);
+    MlirValue dot_step = mlb_i32(b, 1);
+    mlb_for_begin(b, &dot, c, dot_hi, dot_step, 1, &zero);
+    MlirValue a_rm = view_get(L, &A, row, dot.iv);
+    MlirValue t_mc = TGET(dot.iv, c);
+    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", a_rm, t_mc));
     mlb_for_end(b, &dot, 1, &acc);
     PUT(Xb, xs, r, c, mlb_res(dot.op, 0));
     mlb_for_end(b, &el, 0, NULL);
     mlb_barrier(b);
     /* T[I, c] = -(X[r, c] + sum_{m < r} T[16 I + r, 16 I + m] X[m, c]) */
     MlbFor el2;
-    mlb_for_begin(b, &el2, L->tid, mlb_i32(b, 16 * cols), mlb_i32(b, L->nthreads), 0, NULL);
+    MlirValue el2_hi = mlb_i32(b, 16 * cols);
+    MlirValue el2_step = mlb_i32(b, L->nthreads);
+    mlb_for_begin(b, &el2, L->tid, el2_hi, el2_step, 0, NULL);
     r = mlb_bin(b, "arith.divui", el2.iv, mlb_i32(b, cols));
     c = mlb_bin(b, "arith.remui", el2.iv, mlb_i32(b, cols));
     row = mlb_add(b, r, mlb_i32(b, 16 * I));
     MlirValue x0 = smem_load_vals(L, Xb, DT_F32, xs, r, c, 1).v[0];
     MlbFor d2;
-    mlb_for_begin(b, &d2, mlb_i32(b, 0), r, mlb_i32(b, 1), 1, &x0);
+    MlirValue d2_lo = mlb_i32(b, 0);
+    MlirValue d2_step = mlb_i32(b, 1);
+    mlb_for_begin(b, &d2, d2_lo, r, d2_step, 1, &x0);
     MlirValue xm = smem_load_vals(L, Xb, DT_F32, xs, d2.iv, c, 1).v[0];
     MlirValue acc2 = mlb_bin(b, "arith.addf", d2.iter[0],
                              mlb_bin(b, "arith.mulf", TGET(row, mlb_add(b, d2.iv, mlb_i32(b, 16 * I))), xm));

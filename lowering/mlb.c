@@ -98,6 +98,17 @@ MlirValue mlb_mul(Mlb *b, MlirValue x, MlirValue y) {
   return mlb_bin(b, is_float_value(x) ? "arith.mulf" : "arith.muli", x, y);
 }
 
+MlirValue mlb_bin_c(Mlb *b, const char *arith_op, MlirValue x, long long k) {
+  MlirValue c = mlb_i32(b, k);
+  return mlb_bin(b, arith_op, x, c);
+}
+MlirValue mlb_add_c(Mlb *b, MlirValue x, long long k) { return mlb_bin_c(b, "arith.addi", x, k); }
+MlirValue mlb_mul_c(Mlb *b, MlirValue x, long long k) { return mlb_bin_c(b, "arith.muli", x, k); }
+MlirValue mlb_binf_c(Mlb *b, const char *arith_op, MlirValue x, double k) {
+  MlirValue c = mlb_f32(b, k);
+  return mlb_bin(b, arith_op, x, c);
+}
+
 static int pred_code(const char *const *names, int n, const char *pred) {
   for (int i = 0; i < n; i++)
     if (!strcmp(names[i], pred)) return i;

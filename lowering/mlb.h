@@ -7,6 +7,14 @@
  * attributes, regions, then mlirOperationCreate. Helpers exist for the ops the
  * lowering uses (arith, scf, gpu, llvm, nvvm); anything else goes through
  * mlb_op(). A malformed op is an internal error (cake_die).
+ *
+ * Order: C does not say in which order a call's arguments are evaluated, so
+ * two builder calls given as arguments of one call would create their ops in
+ * an order (and with SSA numbers, kernel names and PTX) that depends on the C
+ * compiler. The lowering creates at most one op per call's argument list:
+ * other builder calls go into statements before it, and the *_c helpers
+ * below take a constant operand by value (created after `x`).
+ * scripts/check_eval_order.py finds any that slip in.
  */
 #ifndef CAKE_MLB_H
 #define CAKE_MLB_H
@@ -50,6 +58,11 @@ MlirValue mlb_const(Mlb *b, MlirType t, double v);
 MlirValue mlb_bin(Mlb *b, const char *arith_op, MlirValue x, MlirValue y);
 MlirValue mlb_add(Mlb *b, MlirValue x, MlirValue y); /* addi or addf by type */
 MlirValue mlb_mul(Mlb *b, MlirValue x, MlirValue y);
+/* x op an i32 constant k (x is i32), resp. an f32 constant (x is f32) */
+MlirValue mlb_bin_c(Mlb *b, const char *arith_op, MlirValue x, long long k);
+MlirValue mlb_add_c(Mlb *b, MlirValue x, long long k);
+MlirValue mlb_mul_c(Mlb *b, MlirValue x, long long k);
+MlirValue mlb_binf_c(Mlb *b, const char *arith_op, MlirValue x, double k);
 MlirValue mlb_cmpi(Mlb *b, const char *pred, MlirValue x, MlirValue y); /* "slt", "eq", ... */
 MlirValue mlb_cmpf(Mlb *b, const char *pred, MlirValue x, MlirValue y); /* "olt", ... */
 MlirValue mlb_select(Mlb *b, MlirValue c, MlirValue x, MlirValue y);

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # setup.sh - install the dependencies (apt), build Cake, and compile every spec
-# under specs/ for every target into build/package (the main job).
+# under specs/ for every target into build/package (the main job). clang-22
+# and its runtime libraries are for the sanitizer build and the fuzzers of
+# scripts/test.sh.
 # CUDA 13.0 is expected in /usr/local/cuda (or set CAKE_CUDA_ROOT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS="llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools flex bison cmake make gcc \
-      libcjson-dev libcmocka-dev libssl-dev"
+      libcjson-dev libcmocka-dev libssl-dev clang-22 libclang-rt-22-dev python3"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

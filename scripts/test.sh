@@ -1,7 +1,60 @@
 #!/usr/bin/env bash
-# test.sh - build if needed, then run every test (unit tests and the lit suite).
+# test.sh - build what is needed, then run every test:
+#   1. build/ (the normal build): ctest - unit tests, the lit suite, the
+#      install test; with clang-22, scripts/check_eval_order.py;
+#   2. build-asan/ (ASan + UBSan, clang-22 when present, else the default
+#      compiler): the unit tests and the whole lit suite, every sanitizer
+#      report fatal (it aborts, so it fails negative tests too);
+#   3. each libFuzzer harness of tests/fuzz for CAKE_TEST_FUZZ_SECONDS
+#      (default 60) seconds (clang builds only; scripts/fuzz.sh).
+# CAKE_TEST_SANITIZE=0 skips 2 and 3; CAKE_TEST_FUZZ_SECONDS=0 skips 3.
+# Each part's time is printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs=$(nproc)
+times=()
+t0=$(date +%s)
+part() { # name start
+  times+=("$(printf '%-34s %4d s' "$1" $(($(date +%s) - $2)))")
+}
+
+# 1. the normal build
 [ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure
+# builder calls whose order C leaves open (clang's AST; lowering/mlb.h)
+if command -v "${CAKE_CLANG:-clang-22}" >/dev/null; then
+  python3 scripts/check_eval_order.py --clang "${CAKE_CLANG:-clang-22}" --build build
+  python3 scripts/check_eval_order.py --clang "${CAKE_CLANG:-clang-22}" --build build --dir compiler
+fi
+part "1. build/ ctest, eval-order check" "$t0"
+
+if [ "${CAKE_TEST_SANITIZE:-1}" != 0 ]; then
+  # 2. the sanitizer build
+  t1=$(date +%s)
+  CLANG=${CAKE_CLANG:-clang-22}
+  if [ ! -f build-asan/CMakeCache.txt ]; then
+    if command -v "$CLANG" >/dev/null; then
+      CC="$CLANG" cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAKE_FUZZ=ON
+    else
+      echo "test.sh: $CLANG not found: sanitizer build with the default compiler, no fuzzing" >&2
+      cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAKE_SANITIZE=ON
+    fi
+  fi
+  cmake --build build-asan -j"$jobs"
+  export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+  # unit tests, lit (with tests/lit/sanitizer: a report aborts) and the fuzz seeds once each
+  ctest --test-dir build-asan --output-on-failure
+  part "2. build-asan/ ctest (ASan+UBSan)" "$t1"
+
+  # 3. fuzzing
+  secs=${CAKE_TEST_FUZZ_SECONDS:-60}
+  if [ "$secs" != 0 ] && grep -q '^CAKE_FUZZ:BOOL=ON' build-asan/CMakeCache.txt; then
+    t2=$(date +%s)
+    scripts/fuzz.sh "$secs"
+    part "3. fuzzing (${secs} s per harness)" "$t2"
+  fi
+fi
+part "total" "$t0"
+printf 'test.sh: %s\n' "${times[@]}"

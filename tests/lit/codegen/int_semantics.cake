@@ -2,6 +2,8 @@
 // (dsl/README.md): i32 x / 0 = 0, x % 0 = x, INT32_MIN / -1 = INT32_MIN
 // (the divisor is replaced by 1 where divsi / remsi would be undefined);
 // float -> i32 truncates and saturates (NaN -> 0); softplus has no cut-off.
+// The ops come in source order whichever C compiler built cakec
+// (lowering/mlb.h: one builder call per argument list).
 // RUN: %cakec %s --emit=mlir --arch=sm_90a | FileCheck %s
 // RUN: %cakec %s --emit=ptx --arch=sm_90a | FileCheck %s --check-prefix=PTX
 program int_semantics
@@ -21,8 +23,8 @@ kernel k over (c in chunks) {
 }
 entry fwd = k
 // CHECK: %[[Z:[0-9]+]] = arith.cmpi eq, %[[Y:[0-9]+]], %{{.*}} : i32 loc(#loc5)
-// CHECK: %[[M1:[0-9]+]] = arith.cmpi eq, %[[Y]], %c-1_i32{{.*}} : i32
 // CHECK: %[[MIN:[0-9]+]] = arith.cmpi eq, %[[X:[0-9]+]], %c-2147483648_i32{{.*}} : i32
+// CHECK: %[[M1:[0-9]+]] = arith.cmpi eq, %[[Y]], %c-1_i32{{.*}} : i32
 // CHECK: %[[OV:[0-9]+]] = arith.andi %[[MIN]], %[[M1]] : i1
 // CHECK: %[[BAD:[0-9]+]] = arith.ori %[[Z]], %[[OV]] : i1
 // CHECK: %[[SAFE:[0-9]+]] = arith.select %[[BAD]], %c1_i32{{.*}}, %[[Y]] : i32

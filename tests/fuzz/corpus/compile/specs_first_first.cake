@@ -1,0 +1,19 @@
+program first
+
+dim   T, H
+const C = 64, D = 64
+sequence T, chunk C
+
+in    x, y : bf16[T, H, D]
+in    w    : f32[H, D]
+out   z    : f32[T, H, D]
+
+kernel main over (c in chunks, h in H) {
+  a = load x[c, h, :]                       // [C, D] bf16
+  b = load y[c, h, :]
+  s = cumsum(sigmoid(a * load w[h, :][None, :]), 0)
+  p = tril(a @ b.T)                         // [C, C] f32
+  store z[c, h, :] = (p as bf16) @ (s as bf16) + s
+}
+
+entry fwd = main

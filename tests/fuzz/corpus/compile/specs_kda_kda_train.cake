@@ -1,0 +1,366 @@
+program kda_train
+
+option gate = safe in (safe, softplus, external)
+option qk_norm = true in (true, false)
+option beta_logits = true in (true, false)
+option save = ckpt in (ckpt, states)
+
+dim   T, N, H
+const K = 128, V = 128, C = 64, BV = 32
+sequence T, docs N, chunk C
+
+param scale : f32 = rsqrt(K)
+param lower_bound : f32 = -5.0
+
+in  q, k : bf16[T, H, K]
+in  v    : bf16[T, H, V]
+if gate == external {
+  in g : f32[T, H, K]                 // the log-decay
+} else {
+  in g : bf16[T, H, K]                // the raw gate
+  in A_log : f32[H]
+  in dt_bias : f32[H, K]
+}
+in  beta : bf16[T, H]                 // logits or values (option beta_logits)
+in  h0   : f32[N, H, K, V] optional   // initial state per document
+out o    : bf16[T, H, V]
+out ht   : f32[N, H, K, V] optional   // final state per document
+
+in  do   : bf16[T, H, V]              // dL/do
+in  dht  : f32[N, H, K, V] optional   // dL/dht
+out dq, dk : bf16[T, H, K]            // w.r.t. the raw q, k
+out dv   : bf16[T, H, V]
+out dg   : f32[T, H, K]               // w.r.t. the raw gate (or the log-decay when external)
+out dbeta : f32[T, H]                 // w.r.t. the logits (or the values)
+out dh0  : f32[N, H, K, V] optional   // w.r.t. h0 (or the zero initial state)
+if gate != external {
+  out dA_log : f32[H]
+  out ddt_bias : f32[H, K]
+}
+
+if save == states {
+  save hs : f32[chunks, H, K, V]
+} else {
+  temp hs : f32[chunks, H, K, V]
+}
+
+temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(gl - G)
+temp u  : bf16[T, H, V]               // U~
+temp pq : bf16[T, H, C]               // scale D
+temp gx : f32[chunks, H, K]           // exp(gl), the chunk's state decay
+temp vn : bf16[T, H, V]               // U
+temp du : bf16[T, H, V]               // dU
+temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
+temp dqs, dkds, dxs, dgs : f32[T, H, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
+temp dws : bf16[T, H, K]              // -dW = dU S0^T
+temp dds, dkks, kks : f32[T, H, C]    // dD;  dKK;  KK
+temp xs : bf16[T, H, K]               // X
+temp dbs, dbs2 : f32[T, H]            // dbeta w.r.t. the beta value: without, with the X term
+temp dk1s, dg1s, dgf : f32[T, H, K]   // dk and dG without the KK terms;  dG
+temp pgs, dgls : f32[chunks, H, K]    // dgl's state term;  dgl
+temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
+temp pdt : f32[chunks, H, K]          // and of ddt_bias
+
+kernel prep over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  store qg[c, h, :] = (qn * eg * scale) as bf16
+  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
+  A  = tril(decay_dot(kn, kn, G), -1) * b[:, None]
+  Ti = unit_lower_inv(A) as bf16
+  store w[c, h, :] = (Ti @ ((kn * eg * b[:, None]) as bf16)) as bf16
+  store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
+  gl = G[C - 1, :]
+  store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
+  store gx[c, h, :] = exp(gl)
+}
+
+kernel bprep over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  store qg[c, h, :] = (qn * eg * scale) as bf16
+  store pq[c, h, :] = (decay_dot(qn, kn, G) * scale) as bf16
+  KK = tril(decay_dot(kn, kn, G), -1)
+  store kks[c, h, :] = KK
+  Ti = unit_lower_inv(KK * b[:, None]) as bf16
+  X = (kn * eg * b[:, None]) as bf16
+  store xs[c, h, :] = X
+  store w[c, h, :] = (Ti @ X) as bf16
+  store u[c, h, :] = (Ti @ ((load v[c, h, :] * b[:, None]) as bf16)) as bf16
+  gl = G[C - 1, :]
+  store kd[c, h, :] = (kn * exp(gl[None, :] - G)) as bf16
+  store gx[c, h, :] = exp(gl)
+}
+
+kernel chain over (n in docs, h in H, j in V / BV) {
+  S = load h0[n, h, :, j] or 0
+  for c in chunks(n) carry S {
+    if save == states {
+      store hs[c, h, :, j] = S
+    }
+    Sb = S as bf16
+    un = load u[c, h, j] - load w[c, h, :] @ Sb
+    ub = un as bf16
+    store o[c, h, j] = (load qg[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+  }
+  store ht[n, h, :, j] = S
+}
+
+if save == ckpt {
+  kernel states over (n in docs, h in H, j in V / BV) {
+    S = load h0[n, h, :, j] or 0
+    for c in chunks(n) carry S {
+      store hs[c, h, :, j] = S
+      ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
+      S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+    }
+  }
+}
+
+kernel dchain over (n in docs, h in H, j in V / BV) {
+  dS = load dht[n, h, :, j] or 0
+  for c in reverse chunks(n) carry dS {
+    store dhs[c, h, :, j] = dS
+    ub = (load u[c, h, j] - load w[c, h, :] @ (load hs[c, h, :, j] as bf16)) as bf16
+    store vn[c, h, j] = ub
+    dob = load do[c, h, j]
+    dU = load pq[c, h, :].T @ dob + load kd[c, h, :] @ (dS as bf16)
+    store du[c, h, j] = dU as bf16
+    dS = load gx[c, h, :][:, None] * dS + load qg[c, h, :].T @ dob - load w[c, h, :].T @ (dU as bf16)
+  }
+  store dh0[n, h, :, j] = dS
+}
+
+kernel dstate over (c in chunks, h in H) threads 256 {
+  S0b = load hs[c, h, :, :] as bf16
+  store dqs[c, h, :] = load do[c, h, :] @ S0b.T                      // dQg
+  store dws[c, h, :] = (load du[c, h, :] @ S0b.T) as bf16   // -dW
+  store dds[c, h, :] = tril(load do[c, h, :] @ (load vn[c, h, :]).T) * scale  // dD
+}
+
+kernel dnext over (c in chunks, h in H) threads 256 {
+  dSn = load dhs[c, h, :, :]
+  store dkds[c, h, :] = load vn[c, h, :] @ (dSn as bf16).T           // dKd
+  store pgs[c, h, :] = load gx[c, h, :] * sum(load hs[c, h, :, :] * dSn, 1)  // dgl's state term
+}
+
+kernel dsolve over (c in chunks, h in H) threads 256 {
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  vv = load v[c, h, :]
+  KK = load kks[c, h, :]
+  Tb = unit_lower_inv(KK * b[:, None]) as bf16
+  dWb = (-load dws[c, h, :]) as bf16
+  dUb = load du[c, h, :]
+  dX = Tb.T @ dWb
+  dY = Tb.T @ dUb
+  dT = tril(dWb @ (load xs[c, h, :]).T + dUb @ ((vv * b[:, None]) as bf16).T, -1)
+  dA = -tril(Tb.T @ ((dT as bf16) @ Tb.T) as bf16, -1)
+  store dkks[c, h, :] = dA * b[:, None]
+  store dxs[c, h, :] = dX
+  store dv[c, h, :] = (dY * b[:, None]) as bf16
+  store dbs[c, h] = sum(dY * vv, 1) + sum(dA * KK, 1)
+}
+
+kernel dqg over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  eg = exp(G)
+  dQg = load dqs[c, h, :]
+  dqD = decay_mm(load dds[c, h, :], kn, G)
+  dqn = scale * eg * dQg + dqD
+  if qk_norm {
+    qrs = rsqrt(sum(qraw * qraw, 1) + 1e-6)
+    store dq[c, h, :] = (qrs[:, None] * (dqn - qn * sum(dqn * qn, 1)[:, None])) as bf16
+  } else {
+    store dq[c, h, :] = dqn as bf16
+  }
+  store dgs[c, h, :] = qn * (scale * eg * dQg + dqD)
+}
+
+kernel dkp over (c in chunks, h in H) threads 256 {
+  qraw = load q[c, h, :]
+  kraw = load k[c, h, :]
+  if qk_norm {
+    qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
+    kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
+  } else {
+    qn = qraw as f32
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+  } else {
+    b = load beta[c, h] as f32
+  }
+  eg = exp(G)
+  kdec = exp(G[C - 1, :][None, :] - G)
+  dkD = decay_mm_t(load dds[c, h, :], qn, G)
+  dXe = load dxs[c, h, :] * eg
+  store dbs2[c, h] = load dbs[c, h] + sum(dXe * kn, 1)
+  dX = dXe * b[:, None]
+  dKd = load dkds[c, h, :] * kdec
+  store dk1s[c, h, :] = dX + dKd + dkD
+  store dg1s[c, h, :] = load dgs[c, h, :] + kn * (dX - dKd - dkD)
+  store dgls[c, h, :] = sum(kn * dKd, 0) + load pgs[c, h, :]
+}
+
+kernel dka over (c in chunks, h in H) threads 256 {
+  kraw = load k[c, h, :]
+  if qk_norm {
+    krs = rsqrt(sum(kraw * kraw, 1) + 1e-6)
+    kn = kraw * krs[:, None]
+  } else {
+    kn = kraw as f32
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
+  } else if gate == softplus {
+    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
+  } else {
+    gt = graw
+  }
+  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+  dKK = load dkks[c, h, :]
+  dkA = decay_mm(dKK, kn, G)
+  dkAt = decay_mm_t(dKK, kn, G)
+  dkn = load dk1s[c, h, :] + dkA + dkAt
+  if qk_norm {
+    store dk[c, h, :] = (krs[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
+  } else {
+    store dk[c, h, :] = dkn as bf16
+  }
+  store dgf[c, h, :] = load dg1s[c, h, :] + kn * (dkA - dkAt)
+}
+
+kernel dgate1 over (c in chunks, h in H) threads 256 {
+  dgt = where(valid(c)[:, None], rcumsum(load dgf[c, h, :], 0) + load dgls[c, h, :][None, :], 0.0)
+  db = load dbs2[c, h]
+  if beta_logits {
+    b = sigmoid(load beta[c, h])
+    store dbeta[c, h] = db * b * (1.0 - b)
+  } else {
+    store dbeta[c, h] = db
+  }
+  graw = load g[c, h, :]
+  if gate == safe {
+    al = exp(load A_log[h])
+    z = al * (graw + load dt_bias[h, :][None, :])
+    sg = sigmoid(z)
+    dz = dgt * lower_bound * sg * (1.0 - sg)
+    store dg[c, h, :] = al * dz
+    store pda[c, h] = sum(sum(dz * z, 1), 0)
+    store pdt[c, h, :] = sum(al * dz, 0)
+  } else if gate == softplus {
+    al = exp(load A_log[h])
+    x = graw + load dt_bias[h, :][None, :]
+    dx = -al * sigmoid(x) * dgt
+    store dg[c, h, :] = dx
+    store pda[c, h] = sum(sum(dgt * (-al * softplus(x)), 1), 0)
+    store pdt[c, h, :] = sum(dx, 0)
+  } else {
+    store dg[c, h, :] = dgt
+  }
+}
+
+if gate != external {
+  kernel dgate over (h in H) {
+    sa = 0.0
+    st = load dt_bias[h, :] * 0.0
+    for c in chunks carry sa, st {
+      sa = sa + load pda[c, h]
+      st = st + load pdt[c, h, :]
+    }
+    store dA_log[h] = sa
+    store ddt_bias[h, :] = st
+  }
+}
+
+entry fwd = prep, chain
+if gate == external {
+  if save == states {
+    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+  } else {
+    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+  }
+} else {
+  if save == states {
+    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+  } else {
+    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+  }
+}

@@ -1,0 +1,68 @@
+program ops
+
+dim   T, N, H
+const C = 64, D = 32
+sequence T, docs N, chunk C
+
+param p : f32 = 0.75
+
+in  x, y  : f32[T, H, D]
+in  xb    : bf16[T, H, D]
+in  xh    : f16[T, H, D]
+in  w     : f32[H, D]
+in  s0    : f32[N, H, D] optional
+out unary, binary, reduce, layout : f32[T, H, D]
+out dots  : f32[T, H, C]
+out ints  : i32[T, H, D]
+out state : f32[N, H, D]
+out trace : f32[T, H, D]
+out grads : f32[T, H, D]
+out total : f32[H, D]
+temp part : f32[chunks, H, D]
+
+kernel elementwise over (c in chunks, h in H) {
+  a = load x[c, h, :]
+  b = load y[c, h, :]
+  wr = load w[h, :][None, :]
+  store unary[c, h, :] = exp(-abs(a)) + log(abs(b) + 1.0) + sigmoid(a) + softplus(b * 3.0) + sqrt(abs(a))
+                        + rsqrt(abs(b) + 0.5) + exp2(-abs(a)) - a
+  store binary[c, h, :] = maximum(a, b) - minimum(a, wr) + a / (abs(b) + 1.0) + where(a > b && b <= 0.5, a * p, b)
+                         + where(!(a == b) || a >= 1.0, 1.0, 0.0) + where(a != a, 7.0, 0.0)
+  store reduce[c, h, :] = amax(a, 1)[:, None] + sum(b, 0)[None, :] + rcumsum(a, 1) + cumsum(b, 0)
+                         + sum(sum(a, 1), 0) + rcumsum(b, 0)
+  t = a[:, 3]
+  u = a[5, :]
+  store layout[c, h, :] = t[:, None] + u[None, :] + (a.T).T + where(valid(c)[:, None], 1.0, -1.0)
+  m = (a as bf16) @ (b as bf16).T
+  mh = (load xh[c, h, :]) @ (load xh[c, h, :]).T
+  store dots[c, h, :] = tril(m, -2) + triu(mh, 1) + tril((m as bf16) @ (((b as bf16) @ (a as bf16).T) as bf16), 0) * 0.001
+  ia = (a * 10.0) as i32
+  gd = cumsum(-abs(b) * 0.25, 0)
+  md = tril((a as bf16) @ (b as bf16).T) * 0.125
+  store grads[c, h, :] = decay_mm(md, b, gd) - decay_mm_t(md, a, gd)
+  store part[c, h, :] = sum(a, 0)
+  store ints[c, h, :] = ia / 3 + ia % 5 - (-ia) + maximum(ia, 2) * minimum(ia, -1)
+                       + ia / (ia % 3) + ia % (ia % 4) + ((a * 1e12) as i32) / -1
+}
+
+kernel scans over (n in docs, h in H) {
+  S = load s0[n, h, :] or 0.25
+  Z = 0.0
+  for c in reverse chunks(n) carry S, Z {
+    v = load xb[c, h, :]
+    store trace[c, h, :] = v + S[None, :] + Z
+    S = S * 0.5 + sum(v, 0)
+    Z = Z + 1.0
+  }
+  store state[n, h, :] = S + Z
+}
+
+kernel totals over (h in H) {
+  S = load w[h, :] * 0.0
+  for c in chunks carry S {
+    S = S + load part[c, h, :]
+  }
+  store total[h, :] = S
+}
+
+entry run = elementwise, scans, totals

@@ -1,0 +1,11 @@
+program optional_invalid2
+dim T, N
+const C = 16
+sequence T, docs N, chunk C
+in  h0 : f32[N, 8] optional
+in  x  : f32[T, 8]
+kernel k over (n in docs) {
+  a = load h0[n, :]
+  b = load x[0, :] or 0
+  c = a or 1
+}
