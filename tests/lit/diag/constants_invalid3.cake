@@ -19,6 +19,6 @@ entry fwd = k
 // One error per statement, and it is the left operand's (whichever C
 // compiler built cakec):
 // CHECK: constants_invalid3.cake:12:8: error: integer constant 3000000001 does not fit in i32
-// CHECK-NOT: 3000000002
+// CHECK-NOT: error: integer constant 3000000002
 // CHECK: constants_invalid3.cake:13:21: error: integer constant 3000000003 does not fit in i32
-// CHECK-NOT: error
+// CHECK-NOT: error:
