@@ -105,7 +105,7 @@ case "${1:-}" in
     budget="${CAKE_ALL_SECONDS:-540}" t0=$(date +%s)
     left() { echo $(( budget - ($(date +%s) - t0) )); }
     rc_run=0 rc_san=0 rc_ex=0
-    ( timeout $(( budget * 6 / 10 )) bash "$0" run "$@" >"$out/all-run.log" 2>&1 ) & p_run=$!
+    ( timeout $(( budget * 7 / 10 )) bash "$0" run "$@" >"$out/all-run.log" 2>&1 ) & p_run=$!
     ( CAKE_SANITIZERS="${CAKE_SANITIZERS:-memcheck}" CAKE_SANITIZE_TIMEOUT=$(( budget / 4 )) \
         bash "$0" sanitize >"$out/all-sanitize.log" 2>&1 ) & p_san=$!
     ( timeout $(( budget / 4 )) .carry/bin/kda_train_step .carry/package >"$out/all-train-step.log" 2>&1 ) & p_ex=$!
@@ -116,11 +116,11 @@ case "${1:-}" in
       $rc_run $rc_san $rc_ex $(( $(date +%s) - t0 )) | tee "$out/all-status.txt"
     shapes="${CAKE_BENCH_SHAPES:-b,c}"
     if [ -d .anchor ] && [ "$(left)" -gt 90 ]; then
-      timeout $(( $(left) - 20 )) bash "$0" bench-train --shapes "$shapes" --variants layer \
-        --deadline $(( $(left) * 6 / 10 )) >"$out/all-bench-train.log" 2>&1 || true
+      timeout $(( $(left) / 2 )) bash "$0" bench-train --shapes "$shapes" --variants layer \
+        --deadline $(( $(left) * 3 / 10 )) >"$out/all-bench-train.log" 2>&1 || true
     fi
     if [ -d .anchor ] && [ "$(left)" -gt 45 ]; then
-      timeout $(( $(left) - 10 )) bash "$0" bench --shapes "$shapes" --variants layer \
+      timeout $(( $(left) / 2 )) bash "$0" bench --shapes "$shapes" --variants layer \
         >"$out/all-bench.log" 2>&1 || true
     fi
     if [ -d .anchor ] && [ "$(left)" -gt 45 ]; then
