@@ -212,6 +212,18 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
     }
     if (home_of(L, in)->async_mode == ASYNC_HOIST) home_of(L, in)->start = 0;
   }
+  /* A scan's result is its carry's buffer (it has none of its own): the
+   * carry stays live through the result's last read. */
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *r = b->insts[i];
+    if (r->op != OP_FORRES) continue;
+    const CirBlock *body = r->parent->body;
+    for (int j = 0; j < body->len; j++) {
+      const CirInst *c = body->insts[j];
+      Home *ch = home_of(L, c);
+      if (c->op == OP_CARRY && c->axis == r->axis && home_of(L, r)->end > ch->end) ch->end = home_of(L, r)->end;
+    }
+  }
 }
 
 typedef struct Buf1 {
