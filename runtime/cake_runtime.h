@@ -103,7 +103,10 @@ typedef struct cake_plan cake_plan;
  * of 16 in [16, 256], extents in [1, 2^31), block threads a multiple of 32
  * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
  * names, no duplicate JSON keys, requirements that read as comparisons
- * over the program's dims, at most 64 of 1024 characters each): a
+ * over the program's dims, at most 64 of 1024 characters each; options'
+ * prefer clauses with a value among the option's, a condition over the
+ * dims and the device facts, at most 16 per option, the same in every
+ * variant of a program): a
  * violation is CAKE_ERR_PACKAGE naming the program, the record and the
  * field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
