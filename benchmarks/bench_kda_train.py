@@ -141,7 +141,7 @@ def dry_run(args, fb, cake):
             for skey in args.shapes.split(','):
                 shape = fb.SHAPES[skey]
                 T, H = shape['T'], shape['H']
-                plan = cake.plan(prog, dict(T=T, H=H), cu_of(shape), params(variant))
+                plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu_of(shape), params(variant))
                 specs = tensor_specs(T, H)
                 addr = 1 << 40
                 fake = {}
@@ -227,7 +227,7 @@ def run_case(args, fb, cake, chunk_kda, variant, skey):
     for save in args.modes.split(','):
         prog, vs = cake.variant(PROGRAM, options(variant, save))
         stages = entry_stages(cake, vs)
-        plan = cake.plan(prog, dict(T=T, H=H), cu, params(variant))
+        plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu, params(variant))
         work = torch.empty(max(plan.workspace_bytes, 256), dtype=torch.uint8, device='cuda')
         saved = torch.empty(max(plan.saved_bytes, 256), dtype=torch.uint8, device='cuda')
         outs = {n: torch.full(specs[n][1], float('nan'), dtype=tdt[specs[n][0]], device='cuda')

@@ -36,7 +36,8 @@ assert C.sizeof(Binding) == 120 and Binding.tensor.offset == 8
 
 class KdaOptions(C.Structure):  # cake_kda_options
     _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
-                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int)]
+                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int),
+                ('hv', C.c_int64)]  # value heads (GVA); 0: hv = H
 
 
 class KdaTensors(C.Structure):  # cake_kda_tensors
@@ -176,9 +177,10 @@ class Cake:
             raise
         return Plan(self, h)
 
-    def kda_plan(self, gate, T, H, cu, vblock=0):
-        """The KDA convenience entry (kda_fwd): a finalized plan and its workspace bytes."""
-        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock)
+    def kda_plan(self, gate, T, H, cu, vblock=0, hv=0):
+        """The KDA convenience entry (kda_fwd): a finalized plan and its workspace bytes
+        (hv value heads, a multiple of H; 0: hv = H)."""
+        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock, hv)
         p = C.c_void_p()
         arr = (C.c_int32 * len(cu))(*cu) if cu is not None else None
         self.check(self.lib.cake_kda_plan(self.pkg, C.byref(opt), T, H, arr, len(cu) - 1 if cu else 0, C.byref(p)),

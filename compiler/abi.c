@@ -8,7 +8,7 @@ static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks
     const CirInst *in = b->insts[i];
     if (in->tensor) tensors[in->tensor->index] = 1;
     if (in->op == OP_PARAMVAL) params[in->param->index] = 1;
-    if (in->op == OP_FOR) *chunks = *docs = 1;
+    if (in->op == OP_FOR && !in->counted) *chunks = *docs = 1;
     if (in->op == OP_VALID) *chunks = 1;
     for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
       if (in->index[j].kind == IX_CHUNK) *chunks = 1;

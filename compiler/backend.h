@@ -12,6 +12,7 @@
 #include "cir.h"
 
 typedef enum {
+  EMIT_HEADER, /* typed C launchers (header.c); text, before any code generation */
   EMIT_AST,
   EMIT_CIR,
   EMIT_MLIR,

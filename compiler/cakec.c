@@ -1,14 +1,19 @@
-/* cakec.c - the command-line driver, a thin layer over cake_compile(). */
+/* cakec.c - the command-line driver, a thin layer over cake_compile();
+ * `cakec run` runs a program on the CPU interpreter (run.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cake.h"
+#include "run.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: cakec [options] SPEC.cake...\n"
-          "  --emit=KIND    ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package)\n"
+          "       cakec run SPEC.cake [--entry NAME] [--dim NAME=N] [--in NAME=FILE.npy] ...\n"
+          "                 run an entry on the CPU interpreter, .npy in and out (cakec run --help)\n"
+          "  --emit=KIND    header | ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package);\n"
+          "                 header: typed C launchers for each program (a header-only C file)\n"
           "  --arch=LIST    comma-separated targets (default: %s)\n"
           "  -o PATH        output directory (package, cubin, fatbin) or file (text forms; default stdout)\n"
           "  --option N=V   compile only the variants with option N = V (repeatable; default: every variant)\n"
@@ -22,6 +27,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "run")) return cakec_run(argc - 1, argv + 1);
   cake_options opt = {0};
   const char *out = NULL;
   char *options = NULL;
@@ -90,7 +96,7 @@ int main(int argc, char **argv) {
     free(srcs);
     return 2;
   }
-  int text_emit = opt.emit && (!strcmp(opt.emit, "ast") || !strcmp(opt.emit, "cir") || !strcmp(opt.emit, "mlir") ||
+  int text_emit = opt.emit && (!strcmp(opt.emit, "header") || !strcmp(opt.emit, "ast") || !strcmp(opt.emit, "cir") || !strcmp(opt.emit, "mlir") ||
                                !strcmp(opt.emit, "llvm") || !strcmp(opt.emit, "ptx"));
   if (!text_emit) opt.output = out;
   cake_result *r;

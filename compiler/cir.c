@@ -102,7 +102,9 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
       continue;
     }
     if (in->op == OP_FOR) {
-      if (in->all_chunks)
+      if (in->counted)
+        buf_printf(o, "for range %%%d carry(", in->args[0]->id);
+      else if (in->all_chunks)
         buf_printf(o, "for over all %%%d chunks%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
       else
         buf_printf(o, "for over chunks of doc %%%d%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
@@ -121,7 +123,7 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
       case OP_DIMVAL: buf_printf(o, " %s", p->dims[in->dim].name); break;
       case OP_PARAMVAL: buf_printf(o, " %s", in->param->name); break;
       case OP_GRIDVAR: buf_printf(o, " %s (axis %d)", k->axes[in->axis].var, in->axis); break;
-      case OP_CHUNKVAR: buf_printf(o, " of #%d", in->parent->id); break;
+      case OP_CHUNKVAR: case OP_LOOPVAR: buf_printf(o, " of #%d", in->parent->id); break;
       case OP_CARRY: buf_printf(o, " %d of #%d", in->axis, in->parent->id); break;
       case OP_FORRES: buf_printf(o, " %d of #%d", in->axis, in->parent->id); break;
       case OP_LOAD:
@@ -179,6 +181,8 @@ void cir_dump(Buf *o, const CirProgram *p) {
     }
     buf_printf(o, "]%s\n", t->optional ? " optional" : "");
   }
+  for (int i = 0; i < p->nrequires; i++)
+    buf_printf(o, "require %s (%s) at %s\n", p->requires[i].text, p->requires[i].expr, p->requires[i].where);
   for (int i = 0; i < p->nparams; i++) {
     const CirParam *pa = p->params[i];
     buf_printf(o, "param %s : %s", pa->name, dtype_name(pa->dtype));

@@ -94,7 +94,8 @@ typedef struct CirInst {
   CirBlock *body;           /* FOR */
   int reverse;              /* FOR */
   int all_chunks;           /* FOR: every chunk of every document; args[0] is then the chunk count */
-  struct CirInst *parent;   /* CARRY, CHUNKVAR, YIELD: their FOR; FORRES: its FOR */
+  int counted;              /* FOR: a counted loop `for i in range(n)`; args[0] is n (i32), its index a LOOPVAR */
+  struct CirInst *parent;   /* CARRY, CHUNKVAR, LOOPVAR, YIELD: their FOR; FORRES: its FOR */
   int nuses;
   int depth;   /* the longest chain of operands below it (sema keeps it <= CAKE_MAX_EXPR_DEPTH) */
 } CirInst;
@@ -138,6 +139,15 @@ typedef struct CirOptionSet {
   int n;
 } CirOptionSet;
 
+/* `require EXPR`: a relation between dims that a plan's dims must satisfy. */
+typedef struct CirRequire {
+  const char *text;  /* the expression as written (constants by name), for messages */
+  const char *expr;  /* the canonical form the runtime evaluates (cake_require.h): dims by name,
+                        constants by value */
+  const char *where; /* "file.cake:line:col" (the file's base name) */
+  Loc loc;
+} CirRequire;
+
 typedef struct CirProgram {
   const char *name;
   const char *variant;      /* "gate=safe,qk_norm=true" or "" without options */
@@ -157,6 +167,8 @@ typedef struct CirProgram {
   int nkernels;
   CirEntry **entries;
   int nentries;
+  CirRequire *requires;
+  int nrequires;
   int next_id;
 } CirProgram;
 

@@ -34,6 +34,7 @@
 #include "cake.h"
 #include "cir.h"
 #include "codegen.h"
+#include "header.h"
 
 #define CAKE_VERSION "0.1.0"
 #define CAKE_CODEGEN_OPTIONS "O3 ptx88 mma.sync.m16n8k16 threads-per-kernel"
@@ -112,7 +113,7 @@ typedef struct Compilation {
 
 static int parse_emit(const char *s, EmitKind *out) {
   static const struct { const char *name; EmitKind k; } kinds[] = {
-      {"ast", EMIT_AST}, {"cir", EMIT_CIR}, {"mlir", EMIT_MLIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
+      {"header", EMIT_HEADER}, {"ast", EMIT_AST}, {"cir", EMIT_CIR}, {"mlir", EMIT_MLIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
       {"cubin", EMIT_CUBIN}, {"fatbin", EMIT_FATBIN}, {"package", EMIT_PACKAGE},
   };
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
@@ -346,6 +347,16 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddItemToArray(dims, d);
   }
   cJSON_AddNumberToObject(o, "chunk", p->chunk);
+  /* relations between dims the runtime checks when it finalizes a plan:
+   * the text as written and where, and the form it evaluates */
+  cJSON *rq = cJSON_AddArrayToObject(o, "requires");
+  for (int i = 0; i < p->nrequires; i++) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "text", p->requires[i].text);
+    cJSON_AddStringToObject(j, "expr", p->requires[i].expr);
+    cJSON_AddStringToObject(j, "loc", p->requires[i].where);
+    cJSON_AddItemToArray(rq, j);
+  }
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];
@@ -692,7 +703,7 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
   const cake_options *opt = c->opt;
   int rc = 0;
   if (parse_emit(opt->emit ? opt->emit : "package", &c->emit)) {
-    diag_plain(&c->diag, "unknown --emit kind '%s' (ast, cir, mlir, llvm, ptx, cubin, fatbin, package)", opt->emit);
+    diag_plain(&c->diag, "unknown --emit kind '%s' (header, ast, cir, mlir, llvm, ptx, cubin, fatbin, package)", opt->emit);
     return 2;
   }
   if (parse_archs(c, opt->archs ? opt->archs : cake_default_archs())) return 2;
@@ -750,6 +761,10 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
                    progs[i]->src->name);
       }
   if (c->diag.errors) return rc ? rc : 1;
+  if (c->emit == EMIT_HEADER) {
+    sort_programs(&c->progs);
+    emit_headers(&c->text, (CirProgram **)c->progs.items, c->progs.len, &c->arena);
+  }
   if (c->emit <= EMIT_CIR) return rc;
 
   c->be = backend_create(&c->diag, opt->cuda_root);

@@ -1,6 +1,8 @@
 /* interp.c - the CPU interpreter of CIR (see interp.h for the contract). */
 #include "interp.h"
 
+#include "cake_require.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,13 +288,16 @@ static void exec_for(Interp *I, const CirInst *f) {
     carry[i].v = cake_xmalloc(sizeof(double) * (size_t)numel(init->ty));
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
   }
-  long long lo = f->all_chunks ? 0 : I->doc_first[n], hi = f->all_chunks ? n : I->doc_first[n + 1];
+  long long lo, hi;
+  if (f->counted) lo = 0, hi = n > 0 ? n : 0; /* i = 0 .. n - 1 */
+  else if (f->all_chunks) lo = 0, hi = n;
+  else lo = I->doc_first[n], hi = I->doc_first[n + 1];
   const CirBlock *body = f->body;
   for (long long step = 0; step < hi - lo && !I->failed; step++) {
     long long c = f->reverse ? hi - 1 - step : lo + step;
     for (int i = 0; i < body->len; i++) {
       const CirInst *in = body->insts[i];
-      if (in->op == OP_CHUNKVAR) def(I, in)->v[0] = (double)c;
+      if (in->op == OP_CHUNKVAR || in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)c;
       else if (in->op == OP_CARRY) {
         Tile *t = def(I, in);
         memcpy(t->v, carry[in->axis].v, sizeof(double) * (size_t)numel(in->ty));
@@ -342,7 +347,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
   int R = rows_of(in->ty), C = cols_of(in->ty);
   switch (oi->kind) {
     case OK_LEAF: {
-      if (in->op == OP_CHUNKVAR || in->op == OP_CARRY) return; /* set by the scan */
+      if (in->op == OP_CHUNKVAR || in->op == OP_LOOPVAR || in->op == OP_CARRY) return; /* set by the loop */
       Tile *t = def(I, in);
       switch (in->op) {
         case OP_CONST: t->v[0] = in->fval; break;
@@ -556,6 +561,35 @@ static void run_kernel(Interp *I, const CirKernel *k) {
   I->vals = NULL;
 }
 
+typedef struct ReqDims {
+  const CirProgram *p;
+  const long long *dims;
+} ReqDims;
+
+static int req_dim(void *ctx, const char *name, size_t len, int64_t *value) {
+  const ReqDims *r = ctx;
+  for (int i = 0; i < r->p->ndims; i++)
+    if (strlen(r->p->dims[i].name) == len && !memcmp(r->p->dims[i].name, name, len)) {
+      *value = r->dims[i];
+      return 1;
+    }
+  return 0;
+}
+
+/* The program's requirements under the run's dims, as the runtime checks
+ * them when it finalizes a plan. 0 when they hold. */
+static int check_requires(const CirProgram *p, const long long *dims, char *err, size_t errlen) {
+  ReqDims rd = {p, dims};
+  for (int i = 0; i < p->nrequires; i++) {
+    char msg[512];
+    int r = cake_require_eval(p->requires[i].expr, req_dim, &rd, 1, msg, sizeof msg);
+    if (r == CAKE_REQUIRE_TRUE) continue;
+    snprintf(err, errlen, "dims break '%s' (%s): %s", p->requires[i].text, p->requires[i].where, msg);
+    return -1;
+  }
+  return 0;
+}
+
 int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen) {
   Interp I = {0};
   I.p = p;
@@ -593,7 +627,8 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
   }
   I.doc_first[I.ndocs] = I.nchunks;
   if (p->chunks_dim >= 0) I.dims[p->chunks_dim] = I.nchunks;
-  for (int i = 0; i < p->ntensors; i++)
+  if (check_requires(p, I.dims, err, errlen)) I.failed = 1;
+  for (int i = 0; i < p->ntensors && !I.failed; i++)
     if (!args->tensors[i] && !p->tensors[i]->optional) {
       snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);
       I.failed = 1;

@@ -21,6 +21,7 @@
   X(PARAMVAL, "param", OK_LEAF, 0, "a runtime scalar parameter")                                 \
   X(GRIDVAR, "gridvar", OK_LEAF, 0, "a kernel grid index, i32")                                  \
   X(CHUNKVAR, "chunkvar", OK_LEAF, 0, "the chunk index of a scan, i32")                          \
+  X(LOOPVAR, "loopvar", OK_LEAF, 0, "the index of a counted loop, i32")                          \
   X(CARRY, "carry", OK_LEAF, 0, "a scan's carried value inside its body")                        \
   X(VALID, "valid", OK_VALID, 1, "valid(c) -> bool[C]: rows of chunk c inside its document")     \
   /* memory */                                                                                   \
@@ -76,7 +77,7 @@
   X(DECAY_MM_T, "decay_mm_t", OK_DECAY_MM, 3,                                                    \
     "decay_mm_t(m, a, g): f32[C, C], [C, K] x2 -> f32[C, K]: sum_{r>=j} m[r,j] a[r,:] exp(g[r,:]-g[j,:])") \
   /* control */                                                                                  \
-  X(FOR, "for", OK_CONTROL, -1, "scan over a document's chunks with carried values")             \
+  X(FOR, "for", OK_CONTROL, -1, "scan over chunks, or a counted loop, with carried values")      \
   X(YIELD, "yield", OK_CONTROL, -1, "the carried values at the end of one scan step")            \
   X(FORRES, "result", OK_CONTROL, -1, "a scan's final carried value")
 

@@ -2,12 +2,18 @@
  *
  * Every user error is a diagnostic at the offending source range. After an
  * error the offending expression becomes a "poison" value (dtype DT_NONE)
- * that later checks stay silent about, so one mistake gives one message. */
+ * that later checks stay silent about, so one mistake gives one message: a
+ * kernel statement reports its first error only, and the names a failed
+ * statement or declaration would have defined (an `if` whose condition is
+ * wrong, a bad grid axis, a constant that does not evaluate) become poison
+ * too, so later uses of them are silent. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cake_require.h"
 #include "cir.h"
 #include "interp.h" /* cake_round_dtype */
 #include "parser.h" /* token codes of the binary operators */
@@ -24,7 +30,9 @@ static CVal cint(int64_t i) { return (CVal){1, i, 0}; }
 static CVal cfloat(double f) { return (CVal){0, 0, f}; }
 static double cnum(CVal v) { return v.is_int ? (double)v.i : v.f; }
 
-typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY, SYM_OPTION } SymKind;
+/* SYM_POISON: a name whose declaration failed (or sat in an `if` whose
+ * condition did not evaluate); uses of it report nothing. */
+typedef enum { SYM_CONST, SYM_DIM, SYM_TENSOR, SYM_PARAM, SYM_KERNEL, SYM_ENTRY, SYM_OPTION, SYM_POISON } SymKind;
 
 typedef struct Sym {
   const char *name;
@@ -57,9 +65,36 @@ typedef struct Sema {
   Binding *scope;
   int depth;
   CirInst *scan; /* the FOR being built, or NULL */
+  int in_stmt;     /* analysing a kernel statement */
+  int stmt_failed; /* ... which has reported an error */
+  int muted;       /* the last error was not reported (nor are its notes) */
+  int lost_sequence; /* a `sequence` sat in an `if` whose condition did not evaluate */
 } Sema;
 
-#define ERR(loc, ...) diag_error(s->d, (loc), __VA_ARGS__)
+/* Errors and their notes. In a kernel statement only the first error is
+ * reported: the others would mostly follow from it. */
+static void sema_error(Sema *s, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sema_error(Sema *s, Loc loc, const char *fmt, ...) {
+  s->muted = s->in_stmt && s->stmt_failed;
+  if (s->muted) return;
+  s->stmt_failed = 1;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(s->d, loc, "error", fmt, ap);
+  va_end(ap);
+}
+
+static void sema_note(Sema *s, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void sema_note(Sema *s, Loc loc, const char *fmt, ...) {
+  if (s->muted) return;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(s->d, loc, "note", fmt, ap);
+  va_end(ap);
+}
+
+#define ERR(loc, ...) sema_error(s, (loc), __VA_ARGS__)
+#define NOTE(loc, ...) sema_note(s, (loc), __VA_ARGS__)
 
 /* ------------------------------------------------------------------ */
 /* symbols and constants                                              */
@@ -81,15 +116,19 @@ static const char *sym_kind_name(SymKind k) {
     case SYM_KERNEL: return "kernel";
     case SYM_ENTRY: return "entry";
     case SYM_OPTION: return "option";
+    case SYM_POISON: return "name";
   }
   return "name";
 }
 
+static int is_poison_sym(const Sym *y) { return y && y->kind == SYM_POISON; }
+
 static Sym *add_sym(Sema *s, const char *name, SymKind kind, Loc loc) {
   Sym *old = find_sym(s, name);
+  if (is_poison_sym(old)) return NULL; /* it may or may not be defined: say nothing */
   if (old) {
     ERR(loc, "redefinition of '%s'", name);
-    diag_note(s->d, old->loc, "'%s' was first defined here as a %s", name, sym_kind_name(old->kind));
+    NOTE(old->loc, "'%s' was first defined here as a %s", name, sym_kind_name(old->kind));
     return NULL;
   }
   Sym *y = arena_alloc(s->a, sizeof(Sym));
@@ -128,6 +167,15 @@ static int int_binop(Sema *s, const Expr *e, int64_t x, int64_t y, int64_t *out)
   return 1;
 }
 
+static Binding *lookup(Sema *s, const char *name);
+static int is_poison(const CirInst *v);
+
+/* What a name bound in a kernel is, for messages. */
+static const char *binding_kind(const Binding *b) {
+  if (!b->is_grid) return "a value of the kernel";
+  return b->v && b->v->op == OP_CHUNKVAR ? "a scan's chunk index" : "a grid index";
+}
+
 /* Evaluate a compile-time constant expression. Returns 0 on error. */
 static int const_eval(Sema *s, const Expr *e, CVal *v) {
   CVal x, y;
@@ -136,7 +184,15 @@ static int const_eval(Sema *s, const Expr *e, CVal *v) {
     case E_FLOAT: *v = cfloat(e->fval); return 1;
     case E_NAME: {
       Sym *y0 = find_sym(s, e->name);
+      Binding *b = y0 ? NULL : lookup(s, e->name);
+      if (b) {
+        if (!is_poison(b->v))
+          ERR(e->loc, "'%s' is %s, known only when the kernel runs, not a compile-time constant", e->name,
+              binding_kind(b));
+        return 0;
+      }
       if (!y0) { ERR(e->loc, "unknown name '%s'", e->name); return 0; }
+      if (is_poison_sym(y0)) return 0;
       if (y0->kind != SYM_CONST) {
         ERR(e->loc, "'%s' is a %s, not a compile-time constant", e->name, sym_kind_name(y0->kind));
         return 0;
@@ -205,7 +261,7 @@ static int const_int(Sema *s, const Expr *e, long long *out, const char *what) {
 static int extent_of(Sema *s, const Expr *e, CirExtent *out) {
   if (e->kind == E_NAME && !strcmp(e->name, "chunks")) {
     if (s->p->chunks_dim < 0) {
-      ERR(e->loc, "`chunks` as an extent needs a `sequence` declared before it");
+      if (!s->lost_sequence) ERR(e->loc, "`chunks` as an extent needs a `sequence` declared before it");
       return 0;
     }
     out->sym = s->p->chunks_dim;
@@ -363,8 +419,9 @@ static int cond_eval(Sema *s, const Expr *e) {
     return x < 0 ? -1 : !x;
   }
   if (e->kind == E_BINARY && (e->op == ANDAND || e->op == OROR)) {
-    int x = cond_eval(s, e->a), y = cond_eval(s, e->b);
-    if (x < 0 || y < 0) return -1;
+    int x = cond_eval(s, e->a); /* one error per condition */
+    int y = x < 0 ? -1 : cond_eval(s, e->b);
+    if (y < 0) return -1;
     return e->op == ANDAND ? (x && y) : (x || y);
   }
   if (e->kind == E_BINARY && (e->op == EQ || e->op == NE)) {
@@ -384,7 +441,7 @@ static int cond_eval(Sema *s, const Expr *e) {
   }
   if (e->kind == E_BINARY && (e->op == EQ || e->op == NE || e->op == '<' || e->op == '>' || e->op == LE || e->op == GE)) {
     CVal a, b;
-    if (!const_eval(s, e->a, &a) || !const_eval(s, e->b, &b)) return -1;
+    if (!const_eval(s, e->a, &a) || !const_eval(s, e->b, &b)) return -1; /* (stops at the first) */
     /* integers compare exactly; otherwise as doubles */
     int c = a.is_int && b.is_int ? (a.i > b.i) - (a.i < b.i) : (cnum(a) > cnum(b)) - (cnum(a) < cnum(b));
     int unordered = !(a.is_int && b.is_int) && (isnan(cnum(a)) || isnan(cnum(b)));
@@ -400,6 +457,171 @@ static int cond_eval(Sema *s, const Expr *e) {
   CVal x;
   if (!const_eval(s, e, &x)) return -1;
   return x.is_int ? x.i != 0 : x.f != 0;
+}
+
+
+/* ------------------------------------------------------------------ */
+/* requirements: `require EXPR` over dims and integer constants        */
+
+/* Precedence of an expression in a requirement, loosest 1 .. primary 7. */
+static int req_prec(const Expr *e) {
+  if (e->kind == E_UNARY) return 6;
+  if (e->kind != E_BINARY) return 7;
+  switch (e->op) {
+    case OROR: return 1;
+    case ANDAND: return 2;
+    case '<': case '>': case LE: case GE: case EQ: case NE: return 3;
+    case '+': case '-': return 4;
+    default: return 5;
+  }
+}
+
+/* The type of a requirement's expression: 0 an integer, 1 a boolean, -1
+ * after an error (reported). Only integer literals, dims and integer
+ * constants, and the operators of cake_require.h. */
+static int req_type(Sema *s, const Expr *e) {
+  switch (e->kind) {
+    case E_INT: return 0;
+    case E_FLOAT:
+      ERR(e->loc, "a requirement computes with integers; %s is not one", e->text);
+      return -1;
+    case E_NAME: {
+      Sym *y = find_sym(s, e->name);
+      if (is_poison_sym(y)) return -1; /* its declaration failed: reported there */
+      if (!y) {
+        ERR(e->loc, "unknown name '%s'", e->name);
+        return -1;
+      }
+      if (y->kind == SYM_DIM) return 0;
+      if (y->kind == SYM_CONST && y->value.is_int) return 0;
+      if (y->kind == SYM_CONST) ERR(e->loc, "a requirement computes with integers; constant '%s' is not one", e->name);
+      else if (y->kind == SYM_OPTION)
+        ERR(e->loc, "'%s' is an option; a requirement relates dims and integer constants (put it in `if %s == ... { }` "
+                    "to make it depend on the option)", e->name, e->name);
+      else ERR(e->loc, "'%s' is a %s; a requirement relates dims and integer constants", e->name, sym_kind_name(y->kind));
+      return -1;
+    }
+    case E_UNARY: {
+      int x = req_type(s, e->a);
+      if (x < 0) return -1;
+      if (e->op == '-' && x != 0) { ERR(e->loc, "unary '-' needs an integer, got a comparison"); return -1; }
+      if (e->op == '!' && x != 1) { ERR(e->loc, "'!' needs a comparison, got an integer"); return -1; }
+      return x;
+    }
+    case E_BINARY: {
+      if (e->op == OR || e->op == '@') break;
+      int x = req_type(s, e->a), y = x < 0 ? -1 : req_type(s, e->b);
+      if (x < 0 || y < 0) return -1;
+      const char *op = ast_op_spelling(e->op);
+      if (e->op == ANDAND || e->op == OROR) {
+        if (x != 1 || y != 1) { ERR(e->loc, "'%s' combines comparisons, got an integer operand", op); return -1; }
+        return 1;
+      }
+      if (x != 0 || y != 0) { ERR(e->loc, "'%s' needs integers, got a comparison", op); return -1; }
+      return req_prec(e) == 3 ? 1 : 0;
+    }
+    default: break;
+  }
+  ERR(e->loc, "a requirement uses dims, integer constants and the operators + - * / %% < <= > >= == != && || !");
+  return -1;
+}
+
+/* Prints a checked requirement with the parentheses its precedence needs:
+ * constants by name (the text shown in messages) or by value (canonical). */
+static void req_print(Sema *s, Buf *o, const Expr *e, int canonical) {
+  switch (e->kind) {
+    case E_INT: buf_printf(o, "%lld", e->ival); return;
+    case E_NAME: {
+      Sym *y = find_sym(s, e->name);
+      if (!canonical || y->kind == SYM_DIM) buf_puts(o, e->name);
+      else if (y->value.i == INT64_MIN) buf_puts(o, "(-9223372036854775807 - 1)");
+      else if (y->value.i < 0) buf_printf(o, "(-%lld)", -(long long)y->value.i);
+      else buf_printf(o, "%lld", (long long)y->value.i);
+      return;
+    }
+    case E_UNARY: {
+      buf_puts(o, e->op == '-' ? "-" : "!");
+      int paren = req_prec(e->a) < 6;
+      if (paren) buf_puts(o, "(");
+      req_print(s, o, e->a, canonical);
+      if (paren) buf_puts(o, ")");
+      return;
+    }
+    default: {
+      int p = req_prec(e), pl = req_prec(e->a), pr = req_prec(e->b);
+      int lparen = pl < p || (p == 3 && pl == 3), rparen = pr <= p;
+      if (lparen) buf_puts(o, "(");
+      req_print(s, o, e->a, canonical);
+      buf_printf(o, "%s %s ", lparen ? ")" : "", ast_op_spelling(e->op));
+      if (rparen) buf_puts(o, "(");
+      req_print(s, o, e->b, canonical);
+      if (rparen) buf_puts(o, ")");
+      return;
+    }
+  }
+}
+
+static int req_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+  const CirProgram *p = ctx;
+  for (int i = 0; i < p->ndims; i++)
+    if (strlen(p->dims[i].name) == len && !memcmp(p->dims[i].name, name, len)) {
+      *value = 1;
+      return 1;
+    }
+  return 0;
+}
+
+static const char *base_of(const char *path) {
+  const char *b = strrchr(path, '/');
+  return b ? b + 1 : path;
+}
+
+static void require_decl(Sema *s, const Decl *d) {
+  CirProgram *p = s->p;
+  int t = req_type(s, d->value);
+  if (t < 0) return;
+  if (t != 1) {
+    ERR(d->value_loc, "a requirement is a comparison of dims, e.g. `require HV %% H == 0`; this is an integer");
+    return;
+  }
+  if (p->nrequires == CAKE_MAX_REQUIRES) {
+    ERR(d->loc, "a program has at most %d requirements (in one variant)", CAKE_MAX_REQUIRES);
+    return;
+  }
+  Buf text, expr;
+  buf_init(&text);
+  buf_init(&expr);
+  req_print(s, &text, d->value, 0);
+  req_print(s, &expr, d->value, 1);
+  char msg[256];
+  /* the runtime reads the canonical form with the same evaluator: its limits are checked here */
+  int ok = text.len <= CAKE_MAX_REQUIRE_TEXT;
+  if (!ok) ERR(d->value_loc, "a requirement has at most %d characters; this one has %zu", CAKE_MAX_REQUIRE_TEXT, text.len);
+  else if (cake_require_eval(expr.data, req_lookup, p, 0, msg, sizeof msg) != CAKE_REQUIRE_TRUE) {
+    ERR(d->value_loc, "this requirement cannot be recorded: %s", msg);
+    ok = 0;
+  }
+  int names_dim = 0; /* every name in the canonical form is a dim */
+  for (const char *c = expr.data; ok && *c; c++) names_dim |= *c == '_' || ((*c | 32) >= 'a' && (*c | 32) <= 'z');
+  if (ok && !names_dim) { /* constants only: decided now */
+    int r = cake_require_eval(expr.data, req_lookup, p, 1, msg, sizeof msg);
+    if (r != CAKE_REQUIRE_TRUE) {
+      ERR(d->value_loc, "requirement '%s' does not hold%s%s", text.data, msg[0] ? " " : "", msg);
+      ok = 0;
+    }
+  }
+  if (ok) {
+    CirRequire *r = &p->requires[p->nrequires++];
+    r->text = arena_strdup(s->a, text.data);
+    r->expr = arena_strdup(s->a, expr.data);
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d:%d", d->value_loc.src ? base_of(d->value_loc.src->name) : "?",
+             d->value_loc.line, d->value_loc.col);
+    r->where = arena_strdup(s->a, where);
+    r->loc = d->value_loc;
+  }
+  buf_free(&text);
+  buf_free(&expr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -454,6 +676,7 @@ static CirInst *name_expr(Sema *s, const Expr *e) {
     return poison(s, e->loc);
   }
   switch (y->kind) {
+    case SYM_POISON: return poison(s, e->loc);
     case SYM_CONST: return const_inst(s, e->loc, y->value);
     case SYM_DIM: {
       CirInst *in = emit(s, OP_DIMVAL, ty0(DT_I32), e->loc, 0);
@@ -551,6 +774,42 @@ static CirInst *matmul(Sema *s, Loc loc, CirInst *a, CirInst *b) {
   return emit(s, OP_MATMUL, ty2(DT_F32, a->ty.shape[0], b->ty.shape[1]), loc, 2, a, b);
 }
 
+/* The first part of e that is known only when the kernel runs (a name bound
+ * in the kernel, or a load), or NULL. */
+static const Expr *runtime_part(Sema *s, const Expr *e) {
+  if (!e) return NULL;
+  if ((e->kind == E_NAME && lookup(s, e->name)) || e->kind == E_LOAD) return e;
+  const Expr *r = runtime_part(s, e->a);
+  if (!r) r = runtime_part(s, e->b);
+  for (int i = 0; !r && i < e->args.len; i++) r = runtime_part(s, e->args.items[i]);
+  return r;
+}
+
+/* A tile index (x[i], x[i, :]): an integer constant. */
+static int tile_index_const(Sema *s, const Expr *ix, long long *pos) {
+  const Expr *rt = runtime_part(s, ix);
+  if (rt && rt->kind == E_LOAD) {
+    ERR(ix->loc, "a tile index must be a compile-time constant, but this one loads from '%s'; to select by a value "
+                 "in memory, index the tensor in the load instead",
+        rt->name);
+    return 0;
+  }
+  if (rt) {
+    Binding *b = lookup(s, rt->name);
+    if (is_poison(b->v)) return 0;
+    if (b->is_grid)
+      ERR(ix->loc, "a tile index must be a compile-time constant, but '%s' is %s, known only when the kernel runs; "
+                   "to select by '%s', index the tensor in the load instead (load NAME[..., %s, ...])",
+          rt->name, binding_kind(b), rt->name, rt->name);
+    else
+      ERR(ix->loc, "a tile index must be a compile-time constant, but '%s' is a value of the kernel; declare "
+                   "constants with `const` at the top level",
+          rt->name);
+    return 0;
+  }
+  return const_int(s, ix, pos, "a tile index");
+}
+
 /* x[i, :], x[:, None], ... on a tile value. */
 static CirInst *tile_index(Sema *s, const Expr *e) {
   CirInst *v = expr(s, e->a);
@@ -586,7 +845,7 @@ static CirInst *tile_index(Sema *s, const Expr *e) {
       continue;
     }
     long long pos;
-    if (!const_int(s, ix, &pos, "a tile index")) return poison(s, e->loc);
+    if (!tile_index_const(s, ix, &pos)) return poison(s, e->loc);
     int n = v->ty.shape[axis];
     if (pos < 0) pos += n;
     if (pos < 0 || pos >= n) {
@@ -603,6 +862,61 @@ static CirInst *tile_index(Sema *s, const Expr *e) {
     v = x;
   }
   return v;
+}
+
+/* A walk over the operands of a value, each instruction once (a chain of
+ * values can share operands, so a plain recursion could take exponential
+ * time): the first one for which match() holds, or NULL. */
+typedef int (*InstMatch)(const CirInst *v, const void *ctx);
+
+static const CirInst *find_in(const CirInst *v, InstMatch match, const void *ctx, unsigned char *seen) {
+  if (!v || seen[v->id]) return NULL;
+  seen[v->id] = 1;
+  if (match(v, ctx)) return v;
+  for (int i = 0; i < v->nargs; i++) {
+    const CirInst *r = find_in(v->args[i], match, ctx, seen);
+    if (r) return r;
+  }
+  return NULL;
+}
+
+static const CirInst *find_operand(const Sema *s, const CirInst *v, InstMatch match, const void *ctx) {
+  unsigned char *seen = cake_xcalloc((size_t)s->p->next_id + 1, 1);
+  const CirInst *r = find_in(v, match, ctx, seen);
+  free(seen);
+  return r;
+}
+
+static int match_chunk_index(const CirInst *v, const void *ctx) { return is_chunk_index(v); }
+
+/* The name a chunk index is bound to (a grid index or a scan's). */
+static const char *chunk_index_name(const Sema *s, const CirInst *c) {
+  if (c->op == OP_GRIDVAR) return s->k->axes[c->axis].var;
+  for (const Binding *b = s->scope; b; b = b->next)
+    if (b->v == c) return b->name;
+  return "c";
+}
+
+/* A window index is a chunk index itself or is not computed from one: a
+ * chunk index is a position in the chunk table, and arithmetic on it gives
+ * a plain number, which on the token axis selects one token (`x[c - 1, h]`
+ * is token c - 1, not the previous chunk) and on a `chunks` axis may reach
+ * another document's entry or leave the table. 0 after reporting. */
+static int check_chunk_arith(Sema *s, const CirTensor *t, int axis, const Expr *ix, const CirInst *v) {
+  if (is_chunk_index(v) || !v->nargs) return 1;
+  const CirInst *c = find_operand(s, v, match_chunk_index, NULL);
+  if (!c) return 1;
+  const char *name = chunk_index_name(s, c);
+  int sym = t->shape[axis].sym;
+  const char *here = sym < 0 ? ""
+                     : sym == s->p->tokens_dim ? ": on the token axis it would select one token, not the previous or next chunk"
+                     : sym == s->p->chunks_dim ? ": on a `chunks` axis it would select an entry of the chunk table, which may "
+                                                 "belong to another document or lie outside the table"
+                                               : "";
+  ERR(ix->loc, "a window index computed from chunk index '%s' is a plain number, not a chunk%s; index with '%s' itself, "
+               "and carry values from one chunk to the next through a scan (`for %s in chunks(n) carry ...`)",
+      name, here, name, name);
+  return 0;
 }
 
 /* Classify one index of a load/store window. Returns 0 on error. */
@@ -633,6 +947,7 @@ static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, C
     ERR(ix->loc, "a window index must be an i32 scalar, got %s", ty);
     return 0;
   }
+  if (!check_chunk_arith(s, t, axis, ix, v)) return 0;
   out->v = v;
   if (is_chunk_index(v) && ext.sym >= 0 && ext.sym == s->p->chunks_dim) {
     out->kind = IX_SCALAR; /* one entry per chunk */
@@ -687,6 +1002,7 @@ static CirTensor *tensor_named(Sema *s, const char *name, Loc loc) {
     ERR(loc, "unknown tensor '%s'", name);
     return NULL;
   }
+  if (is_poison_sym(y)) return NULL;
   if (y->kind != SYM_TENSOR) {
     ERR(loc, "'%s' is a %s, not a tensor", name, sym_kind_name(y->kind));
     return NULL;
@@ -795,6 +1111,7 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
   int op = op_by_call_name(e->name);
   if (op < 0) {
     Sym *y = find_sym(s, e->name);
+    if (is_poison_sym(y)) return poison(s, e->loc);
     if (y) ERR(e->loc, "'%s' is a %s and cannot be called", e->name, sym_kind_name(y->kind));
     else ERR(e->loc, "unknown function '%s'", e->name);
     return poison(s, e->loc);
@@ -1009,21 +1326,23 @@ static void assign_stmt(Sema *s, const Stmt *st) {
   CirInst *v = expr(s, st->value);
   Binding *b = lookup(s, st->name);
   if (b && b->is_grid) {
-    ERR(st->name_loc, "cannot assign to grid index '%s'", st->name);
+    ERR(st->name_loc, "cannot assign to %s index '%s'", b->v->op == OP_LOOPVAR ? "loop" : "grid", st->name);
     return;
   }
   if (!b) {
     Sym *y = find_sym(s, st->name);
+    if (is_poison_sym(y)) return;
     if (y) {
       ERR(st->name_loc, "cannot assign to '%s', a %s of the program", st->name, sym_kind_name(y->kind));
-      diag_note(s->d, y->loc, "'%s' is defined here", st->name);
+      NOTE(y->loc, "'%s' is defined here", st->name);
       return;
     }
   }
   if (b && s->depth > 0 && b->depth < s->depth && !b->is_carry) {
-    ERR(st->name_loc, "'%s' is defined outside the scan; only its carried values may be reassigned "
-                      "inside it (add '%s' to the scan's carry list)", st->name, st->name);
-    diag_note(s->d, b->loc, "'%s' is defined here", st->name);
+    const char *what = s->scan && s->scan->counted ? "loop" : "scan";
+    ERR(st->name_loc, "'%s' is defined outside the %s; only its carried values may be reassigned "
+                      "inside it (add '%s' to the %s's carry list)", st->name, what, st->name, what);
+    NOTE(b->loc, "'%s' is defined here", st->name);
     return;
   }
   if (b && b->is_carry && b->depth == s->depth && !is_poison(v) && !is_poison(b->v)) {
@@ -1047,14 +1366,32 @@ static void assign_stmt(Sema *s, const Stmt *st) {
   bind(s, st->name, v, st->name_loc);
 }
 
+/* Is v grid axis *axis, or a scan's chunk index over that axis' document? */
+static int match_axis(const CirInst *v, const void *axis) {
+  if (v->op == OP_CHUNKVAR && v->parent && !v->parent->all_chunks) v = v->parent->args[0];
+  return v->op == OP_GRIDVAR && v->axis == *(const int *)axis;
+}
+
 /* Does value v depend on grid axis `axis` of the kernel? A scan's chunk
  * index depends on the document its scan walks. */
-static int depends_on_axis(const CirInst *v, int axis, int depth) {
+static int depends_on_axis(const Sema *s, const CirInst *v, int axis) {
+  return find_operand(s, v, match_axis, &axis) != NULL;
+}
+
+/* Does index v tell the instances along grid axis `axis` apart: the axis'
+ * index itself, or that plus, minus or times values that do not depend on
+ * it (h * G + i)? Not through `/`, `%`, minimum or maximum (h / G is the
+ * same for G instances), nor through a value both operands depend on. */
+static int separates_axis(const Sema *s, const CirInst *v, int axis, int depth) {
   if (!v || depth > 64) return 0;
   if (v->op == OP_GRIDVAR) return v->axis == axis;
-  if (v->op == OP_CHUNKVAR) return v->parent && !v->parent->all_chunks && depends_on_axis(v->parent->args[0], axis, depth + 1);
-  for (int i = 0; i < v->nargs; i++)
-    if (depends_on_axis(v->args[i], axis, depth + 1)) return 1;
+  if (v->op == OP_CHUNKVAR) return depends_on_axis(s, v, axis);
+  if (v->op == OP_NEG) return separates_axis(s, v->args[0], axis, depth + 1);
+  if (v->op == OP_ADD || v->op == OP_SUB || v->op == OP_MUL) {
+    int d0 = depends_on_axis(s, v->args[0], axis), d1 = depends_on_axis(s, v->args[1], axis);
+    if (d0 && d1) return 0;
+    return d0 ? separates_axis(s, v->args[0], axis, depth + 1) : d1 ? separates_axis(s, v->args[1], axis, depth + 1) : 0;
+  }
   return 0;
 }
 
@@ -1064,15 +1401,25 @@ static int depends_on_axis(const CirInst *v, int axis, int depth) {
  * goes through a tensor with one entry per point and a scan over it. */
 static void check_store_owner(Sema *s, const CirInst *in, Loc loc) {
   for (int a = 0; a < s->k->naxes; a++) {
-    int dep = 0;
-    for (int i = 0; i < in->tensor->rank && !dep; i++)
-      if (in->index[i].kind != IX_FULL) dep = depends_on_axis(in->index[i].v, a, 0);
+    int dep = 0, sep = 0;
+    for (int i = 0; i < in->tensor->rank && !sep; i++)
+      if (in->index[i].kind != IX_FULL) {
+        dep |= depends_on_axis(s, in->index[i].v, a);
+        sep |= separates_axis(s, in->index[i].v, a, 0);
+      }
     const CirAxis *ax = &s->k->axes[a];
-    if (dep || (ax->kind == GA_RANGE && ax->extent.sym < 0 && ax->extent.value == 1)) continue; /* one instance */
-    ERR(loc, "every instance of grid axis '%s' writes this window of '%s', so the result would depend on their "
-             "order; index the store by '%s' (there are no atomics: to sum over '%s', store one partial result per "
-             "index and add them in a scan)",
-        ax->var, in->tensor->name, ax->var, ax->var);
+    if (sep || (ax->kind == GA_RANGE && ax->extent.sym < 0 && ax->extent.value == 1)) continue; /* one instance */
+    if (dep)
+      ERR(loc, "several instances of grid axis '%s' write this window of '%s' (its index depends on '%s' through "
+               "'/', '%%', minimum or maximum, or twice), so the result would depend on their order; index the store "
+               "by '%s' itself, plus or times other values (to sum over a group of '%s', loop over the group in one "
+               "instance with `for i in range(...)`)",
+          ax->var, in->tensor->name, ax->var, ax->var, ax->var);
+    else
+      ERR(loc, "every instance of grid axis '%s' writes this window of '%s', so the result would depend on their "
+               "order; index the store by '%s' (there are no atomics: to sum over '%s', store one partial result per "
+               "index and add them in a scan)",
+          ax->var, in->tensor->name, ax->var, ax->var);
   }
 }
 
@@ -1131,53 +1478,76 @@ static CirInst *all_chunks_count(Sema *s, const Stmt *st) {
   return n;
 }
 
-static void for_stmt(Sema *s, const Stmt *st) {
+/* `for i in range(n)`: n an i32 scalar (a dim, a constant, arithmetic on
+ * them and on grid indices); the loop runs i = 0 .. n - 1 in order (no
+ * iteration when n <= 0). */
+static CirInst *range_count(Sema *s, const Stmt *st) {
+  CirInst *n = expr(s, st->value);
+  if (is_poison(n) || !i32_fits(s, n)) return NULL;
+  if (n->ty.rank != 0 || n->ty.dt != DT_I32) {
+    char ty[64];
+    cir_type_str(ty, sizeof ty, n->ty);
+    ERR(st->value->loc, "the count of `range` must be an i32 scalar (a dim, a constant, or arithmetic on them), got %s",
+        ty);
+    return NULL;
+  }
+  return n;
+}
+
+/* 0 when the scan's (or loop's) header is wrong (and its body was not analysed). */
+static int for_stmt(Sema *s, const Stmt *st) {
+  int counted = st->value != NULL;
   if (s->scan) {
-    ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
-    return;
+    if (counted || s->scan->counted) ERR(st->loc, "loops do not nest: this 'for' is inside another loop");
+    else ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
+    return 0;
   }
   CirInst *first = NULL;
-  if (st->doc) {
+  if (counted) {
+    first = range_count(s, st);
+    if (!first) return 0;
+  } else if (st->doc) {
     Binding *db = lookup(s, st->doc);
     if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
       ERR(st->doc_loc, "'%s' is not a grid index over docs; a scan walks the chunks of one document, "
                        "so the kernel needs an axis like `n in docs`", st->doc);
-      return;
+      return 0;
     }
     first = db->v;
   } else {
     first = all_chunks_count(s, st);
-    if (!first) return;
+    if (!first) return 0;
   }
   int nc = st->carries.len;
   CirInst *f = cir_inst_new(s->a, s->p, OP_FOR, ty0(DT_NONE), st->loc, nc + 1);
   f->args[0] = first;
-  f->all_chunks = st->doc == NULL;
+  f->counted = counted;
+  f->all_chunks = st->doc == NULL && !counted;
   f->reverse = st->reverse;
   f->body = arena_alloc(s->a, sizeof(CirBlock));
   Binding *carry_b[CAKE_MAX_CARRIES];
   if (nc > CAKE_MAX_CARRIES) {
     ERR(((Ident *)st->carries.items[CAKE_MAX_CARRIES])->loc, "a scan carries at most %d values; this is the %dth",
         CAKE_MAX_CARRIES, CAKE_MAX_CARRIES + 1);
-    return;
+    return 0;
   }
   for (int i = 0; i < nc; i++) {
     const Ident *id = st->carries.items[i];
     Binding *b = lookup(s, id->name);
     if (!b) {
       ERR(id->loc, "carried value '%s' must be given its initial value before the scan", id->name);
-      return;
+      return 0;
     }
     if (b->is_grid) {
       ERR(id->loc, "grid index '%s' cannot be carried", id->name);
-      return;
+      return 0;
     }
     for (int j = 0; j < i; j++)
       if (!strcmp(((Ident *)st->carries.items[j])->name, id->name)) {
         ERR(id->loc, "'%s' is carried twice", id->name);
-        return;
+        return 0;
       }
-    if (is_poison(b->v)) return;
+    if (is_poison(b->v)) return 0;
     f->args[i + 1] = b->v;
   }
   cir_block_push(s->a, s->cur, f);
@@ -1187,7 +1557,7 @@ static void for_stmt(Sema *s, const Stmt *st) {
   s->cur = f->body;
   s->scan = f;
   s->depth++;
-  CirInst *cv = emit(s, OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
+  CirInst *cv = emit(s, counted ? OP_LOOPVAR : OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
   cv->parent = f;
   Binding *cb = bind(s, st->name, cv, st->name_loc);
   cb->is_grid = 1;
@@ -1207,7 +1577,7 @@ static void for_stmt(Sema *s, const Stmt *st) {
     y->args[i] = carry_b[i]->v;
     if (carry_b[i]->v->op == OP_CARRY && carry_b[i]->v->parent == f) {
       const Ident *id = st->carries.items[i];
-      ERR(id->loc, "carried value '%s' is never assigned in the scan body", id->name);
+      ERR(id->loc, "carried value '%s' is never assigned in the %s body", id->name, counted ? "loop" : "scan");
     }
   }
   s->depth--;
@@ -1222,27 +1592,115 @@ static void for_stmt(Sema *s, const Stmt *st) {
     Binding *b = lookup(s, id->name);
     b->v = r;
   }
+  return 1;
 }
 
-static void stmts(Sema *s, const PtrVec *body) {
+/* A name a failed statement would have assigned: poison from here on, so
+ * that its uses report nothing. */
+static void poison_binding(Sema *s, const char *name, Loc loc) {
+  Binding *b = lookup(s, name);
+  if (b && b->is_grid) return;
+  if (b && b->depth == s->depth) {
+    b->v = poison(s, loc);
+    return;
+  }
+  if (!b && find_sym(s, name)) return;
+  bind(s, name, poison(s, loc), loc);
+}
+
+/* Every name the statements may assign (both branches of an `if`, the
+ * carries of a scan). */
+static void poison_assigned(Sema *s, const PtrVec *body) {
   for (int i = 0; i < body->len; i++) {
     const Stmt *st = body->items[i];
     switch (st->kind) {
-      case S_ASSIGN: assign_stmt(s, st); break;
-      case S_STORE: store_stmt(s, st); break;
-      case S_FOR: for_stmt(s, st); break;
-      case S_IF: {
-        /* a static if: only the chosen branch is analysed; its names stay visible after it */
-        int c = cond_eval(s, st->value);
-        if (c >= 0) stmts(s, c ? &st->body : &st->else_body);
+      case S_ASSIGN: poison_binding(s, st->name, st->name_loc); break;
+      case S_IF:
+        poison_assigned(s, &st->body);
+        poison_assigned(s, &st->else_body);
         break;
-      }
+      case S_FOR:
+        for (int j = 0; j < st->carries.len; j++) {
+          const Ident *id = st->carries.items[j];
+          poison_binding(s, id->name, id->loc);
+        }
+        break;
+      case S_STORE: break;
     }
   }
 }
 
+static void stmts(Sema *s, const PtrVec *body) {
+  int outer_in = s->in_stmt, outer_failed = s->stmt_failed;
+  for (int i = 0; i < body->len; i++) {
+    const Stmt *st = body->items[i];
+    s->in_stmt = 1;
+    s->stmt_failed = 0;
+    switch (st->kind) {
+      case S_ASSIGN: assign_stmt(s, st); break;
+      case S_STORE: store_stmt(s, st); break;
+      case S_FOR: {
+        PtrVec one = {(void **)&body->items[i], 1, 1};
+        if (!for_stmt(s, st)) poison_assigned(s, &one); /* the carries */
+        break;
+      }
+      case S_IF: {
+        /* a static if: only the chosen branch is analysed; its names stay visible after it */
+        int c = cond_eval(s, st->value);
+        if (c >= 0) {
+          stmts(s, c ? &st->body : &st->else_body);
+        } else {
+          poison_assigned(s, &st->body);
+          poison_assigned(s, &st->else_body);
+        }
+        break;
+      }
+    }
+  }
+  s->in_stmt = outer_in;
+  s->stmt_failed = outer_failed;
+}
+
 /* ------------------------------------------------------------------ */
 /* declarations                                                       */
+
+/* One axis of a kernel's grid; 0 after reporting. */
+static int grid_axis(Sema *s, const Axis *ax, CirAxis *ca, int *nchunks, int *ndocs) {
+  ca->var = ax->var.name;
+  ca->loc = ax->loc;
+  if (ax->kind == AX_CHUNKS || ax->kind == AX_DOCS) {
+    if (!s->p->chunk) {
+      ERR(ax->loc, "a grid over %s needs a `sequence` declaration", ax->kind == AX_CHUNKS ? "chunks" : "docs");
+      return 0;
+    }
+    if (ax->kind == AX_DOCS && s->p->docs_dim < 0) {
+      ERR(ax->loc, "a grid over docs needs documents: declare `sequence T, docs N, chunk C`");
+      return 0;
+    }
+    if ((ax->kind == AX_CHUNKS ? ++*nchunks : ++*ndocs) > 1) {
+      ERR(ax->loc, "a kernel has at most one grid axis over %s", ax->kind == AX_CHUNKS ? "chunks" : "docs");
+      return 0;
+    }
+    ca->kind = ax->kind == AX_CHUNKS ? GA_CHUNKS : GA_DOCS;
+    return 1;
+  }
+  ca->kind = GA_RANGE;
+  const Expr *ex = ax->extent;
+  if (!(ex->kind == E_BINARY && ex->op == '/')) return extent_of(s, ex, &ca->extent);
+  long long whole, blk;
+  if (!const_int(s, ex->a, &whole, "a blocked axis' extent") || !const_int(s, ex->b, &blk, "the block size")) return 0;
+  if (whole > CAKE_MAX_EXTENT) {
+    ERR(ex->a->loc, "extent must be in [1, 2^31 - 1], got %lld", whole);
+    return 0;
+  }
+  if (blk <= 0 || whole <= 0 || whole % blk) {
+    ERR(ex->loc, "blocked axis %lld / %lld: the block size must divide the extent", whole, blk);
+    return 0;
+  }
+  ca->block = (int)blk;
+  ca->extent = (CirExtent){-1, whole / blk};
+  return 1;
+}
 
 static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
   s->k = k;
@@ -1265,49 +1723,18 @@ static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
   int nchunks = 0, ndocs = 0;
   for (int i = 0; i < d->axes.len; i++) {
     const Axis *ax = d->axes.items[i];
-    CirAxis *ca = &k->axes[k->naxes];
-    ca->var = ax->var.name;
-    ca->loc = ax->loc;
-    if (ax->kind == AX_CHUNKS || ax->kind == AX_DOCS) {
-      if (!s->p->chunk) {
-        ERR(ax->loc, "a grid over %s needs a `sequence` declaration", ax->kind == AX_CHUNKS ? "chunks" : "docs");
-        continue;
-      }
-      if (ax->kind == AX_DOCS && s->p->docs_dim < 0) {
-        ERR(ax->loc, "a grid over docs needs documents: declare `sequence T, docs N, chunk C`");
-        continue;
-      }
-      if ((ax->kind == AX_CHUNKS ? ++nchunks : ++ndocs) > 1) {
-        ERR(ax->loc, "a kernel has at most one grid axis over %s", ax->kind == AX_CHUNKS ? "chunks" : "docs");
-        continue;
-      }
-      ca->kind = ax->kind == AX_CHUNKS ? GA_CHUNKS : GA_DOCS;
-    } else {
-      ca->kind = GA_RANGE;
-      const Expr *ex = ax->extent;
-      if (ex->kind == E_BINARY && ex->op == '/') {
-        long long whole, blk;
-        if (!const_int(s, ex->a, &whole, "a blocked axis' extent") || !const_int(s, ex->b, &blk, "the block size"))
-          continue;
-        if (whole > CAKE_MAX_EXTENT) {
-          ERR(ex->a->loc, "extent must be in [1, 2^31 - 1], got %lld", whole);
-          continue;
-        }
-        if (blk <= 0 || whole <= 0 || whole % blk) {
-          ERR(ex->loc, "blocked axis %lld / %lld: the block size must divide the extent", whole, blk);
-          continue;
-        }
-        ca->block = (int)blk;
-        ca->extent = (CirExtent){-1, whole / blk};
-      } else if (!extent_of(s, ex, &ca->extent)) {
-        continue;
-      }
+    if (!grid_axis(s, ax, &k->axes[k->naxes], &nchunks, &ndocs)) {
+      /* the axis' index: poison in the body, so its uses report nothing */
+      bind(s, ax->var.name, poison(s, ax->var.loc), ax->var.loc)->is_grid = 1;
+      continue;
     }
+    CirAxis *ca = &k->axes[k->naxes];
     for (int j = 0; j < k->naxes; j++)
       if (!strcmp(k->axes[j].var, ca->var)) ERR(ax->var.loc, "grid index '%s' is declared twice", ca->var);
     Sym *y = find_sym(s, ca->var);
-    if (y) {
+    if (y && !is_poison_sym(y)) {
       ERR(ax->var.loc, "grid index '%s' hides the %s of the same name", ca->var, sym_kind_name(y->kind));
+      bind(s, ax->var.name, poison(s, ax->var.loc), ax->var.loc)->is_grid = 1;
       continue;
     }
     CirInst *gv = emit(s, OP_GRIDVAR, ty0(DT_I32), ax->var.loc, 0);
@@ -1321,34 +1748,70 @@ static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
   cir_count_uses(k);
 }
 
-static void tensor_decl(Sema *s, const Decl *d) {
+/* A program-level name whose declaration failed: poison from here on. */
+static void poison_name(Sema *s, const Ident *id) {
+  if (find_sym(s, id->name)) return;
+  Sym *y = arena_alloc(s->a, sizeof(Sym));
+  y->name = id->name;
+  y->kind = SYM_POISON;
+  y->loc = id->loc;
+  ptrvec_push(s->a, &s->syms, y);
+}
+
+/* Every name the declarations define (both branches of an `if`): after an
+ * `if` whose condition does not evaluate, nothing is known about them. */
+static void poison_decl_names(Sema *s, const PtrVec *decls) {
+  for (int i = 0; i < decls->len; i++) {
+    const Decl *d = decls->items[i];
+    switch (d->kind) {
+      case D_IF:
+        poison_decl_names(s, &d->body);
+        poison_decl_names(s, &d->else_body);
+        break;
+      case D_DIM:
+      case D_TENSOR:
+        for (int j = 0; j < d->names.len; j++) poison_name(s, d->names.items[j]);
+        break;
+      case D_CONST:
+      case D_PARAM:
+      case D_KERNEL:
+      case D_ENTRY: poison_name(s, &d->name); break;
+      case D_SEQUENCE: s->lost_sequence = 1; break;
+      case D_OPTION:
+      case D_REQUIRE: break; /* defines no name */
+    }
+  }
+}
+
+/* 0 when the declaration is wrong (reported). */
+static int tensor_decl_ok(Sema *s, const Decl *d) {
   if (d->shape.len > CIR_MAX_TENSOR_RANK) {
     ERR(d->loc, "tensors have at most %d axes", CIR_MAX_TENSOR_RANK);
-    return;
+    return 0;
   }
   if (d->dtype == DT_BOOL) {
     ERR(d->dtype_loc, "tensors cannot hold bool");
-    return;
+    return 0;
   }
   CirExtent shape[CIR_MAX_TENSOR_RANK];
   long long const_elems = 1; /* each factor <= 2^31 - 1, the product checked against 2^40: no overflow */
   for (int i = 0; i < d->shape.len; i++) {
-    if (!extent_of(s, d->shape.items[i], &shape[i])) return;
+    if (!extent_of(s, d->shape.items[i], &shape[i])) return 0;
     if (shape[i].sym < 0) const_elems *= shape[i].value;
     if (const_elems > CAKE_MAX_TENSOR_CONST_ELEMS) {
       ERR(((Expr *)d->shape.items[i])->loc, "the constant extents of a tensor multiply to more than 2^40 elements");
-      return;
+      return 0;
     }
   }
   if (d->optional && d->role != ROLE_IN && d->role != ROLE_OUT) {
     ERR(d->loc, "only in and out tensors can be optional");
-    return;
+    return 0;
   }
   for (int i = 0; i < d->names.len; i++) {
     const Ident *id = d->names.items[i];
     if (s->p->ntensors == CAKE_MAX_TENSORS) {
       ERR(id->loc, "a program has at most %d tensors; this is the %dth", CAKE_MAX_TENSORS, CAKE_MAX_TENSORS + 1);
-      return;
+      return 0;
     }
     if (!strcmp(id->name, "chunk_table") || !strcmp(id->name, "doc_table")) {
       /* the runtime's tables in the workspace go by these names (kernel arguments, cake_plan_item) */
@@ -1370,6 +1833,12 @@ static void tensor_decl(Sema *s, const Decl *d) {
     y->ptr = t;
     s->p->tensors[s->p->ntensors++] = t;
   }
+  return 1;
+}
+
+static void tensor_decl(Sema *s, const Decl *d) {
+  if (!tensor_decl_ok(s, d))
+    for (int i = 0; i < d->names.len; i++) poison_name(s, d->names.items[i]);
 }
 
 static int count_decls_in(const PtrVec *decls, DeclKind kind, int per_name) {
@@ -1431,7 +1900,12 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
     switch (d->kind) {
       case D_IF: {
         int c = cond_eval(s, d->value);
-        if (c >= 0) decls_pass1(s, c ? &d->body : &d->else_body, active, seq);
+        if (c >= 0) {
+          decls_pass1(s, c ? &d->body : &d->else_body, active, seq);
+        } else {
+          poison_decl_names(s, &d->body);
+          poison_decl_names(s, &d->else_body);
+        }
         break;
       }
       case D_OPTION: break; /* bound before pass 1 */
@@ -1446,7 +1920,10 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         break;
       case D_CONST: {
         CVal v;
-        if (!const_eval(s, d->value, &v)) break;
+        if (!const_eval(s, d->value, &v)) {
+          poison_name(s, &d->name);
+          break;
+        }
         Sym *y = add_sym(s, d->name.name, SYM_CONST, d->name.loc);
         if (y) y->value = v;
         break;
@@ -1454,17 +1931,25 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
       case D_SEQUENCE: {
         if (*seq) {
           ERR(d->loc, "a program has one sequence declaration");
-          diag_note(s->d, (*seq)->loc, "the first one is here");
+          NOTE((*seq)->loc, "the first one is here");
           break;
         }
         *seq = d;
         Sym *t = find_sym(s, d->seq_tokens.name);
+        if (is_poison_sym(t)) {
+          s->lost_sequence = 1;
+          break;
+        }
         if (!t || t->kind != SYM_DIM) {
           ERR(d->seq_tokens.loc, "'%s' must be a dim declared before the sequence", d->seq_tokens.name);
           break;
         }
         if (d->seq_docs.name) {
           Sym *n = find_sym(s, d->seq_docs.name);
+          if (is_poison_sym(n)) {
+            s->lost_sequence = 1;
+            break;
+          }
           if (!n || n->kind != SYM_DIM) {
             ERR(d->seq_docs.loc, "'%s' must be a dim declared before the sequence", d->seq_docs.name);
             break;
@@ -1494,6 +1979,7 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
       case D_PARAM: {
         if (d->dtype != DT_F32 && d->dtype != DT_I32) {
           ERR(d->dtype_loc, "a parameter is f32 or i32, got %s", dtype_name(d->dtype));
+          poison_name(s, &d->name);
           break;
         }
         CirParam *pa = arena_alloc(s->a, sizeof(CirParam));
@@ -1502,13 +1988,18 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         pa->loc = d->name.loc;
         if (d->value) {
           CVal v;
-          if (!const_eval(s, d->value, &v)) break;
+          if (!const_eval(s, d->value, &v)) {
+            poison_name(s, &d->name);
+            break;
+          }
           if (d->dtype == DT_I32 && (!v.is_int || v.i < INT32_MIN || v.i > INT32_MAX)) {
             ERR(d->value->loc, "the default of an i32 parameter must be an integer constant that fits in i32");
+            poison_name(s, &d->name);
             break;
           }
           if (!isfinite(cnum(v))) { /* the manifest records it as a JSON number */
             ERR(d->value->loc, "the default of a parameter must be a finite number");
+            poison_name(s, &d->name);
             break;
           }
           pa->def = cnum(v);
@@ -1534,6 +2025,7 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
         break;
       }
       case D_ENTRY: ptrvec_push(s->a, active, (void *)d); break;
+      case D_REQUIRE: require_decl(s, d); break;
     }
   }
 }
@@ -1553,6 +2045,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
   p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));
   p->kernels = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_KERNEL, 0) + 1));
   p->entries = arena_alloc(arena, sizeof(CirEntry *) * (size_t)(count_decls(ast, D_ENTRY, 0) + 1));
+  p->requires = arena_alloc(arena, sizeof(CirRequire) * (size_t)(CAKE_MAX_REQUIRES + 1));
 
   /* Options first: their values decide which declarations apply. */
   p->noptions = cake_program_options(arena, diag, ast, &p->options);
@@ -1604,6 +2097,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
     for (int j = 0; j < d->names.len; j++) {
       const Ident *id = d->names.items[j];
       Sym *ky = find_sym(s, id->name);
+      if (is_poison_sym(ky)) continue;
       if (!ky || ky->kind != SYM_KERNEL) {
         ERR(id->loc, "entry '%s' lists '%s', which is not a kernel", en->name, id->name);
         continue;

@@ -59,7 +59,8 @@ struct Expr {
 typedef enum {
   S_ASSIGN, /* name = value */
   S_STORE,  /* store target = value; target is an E_INDEX on a name */
-  S_FOR,    /* for var in [reverse] chunks(doc) carry names { body } */
+  S_FOR,    /* for var in [reverse] chunks(doc) carry names { body }, or
+               for var in range(count) carry names { body } (count in `value`) */
   S_IF,     /* if cond { body } else { else_body }: cond is compile-time */
 } StmtKind;
 
@@ -70,8 +71,9 @@ struct Stmt {
   const char *name;  /* S_ASSIGN target; S_FOR chunk variable */
   Loc name_loc;
   Expr *target;      /* S_STORE */
-  Expr *value;
-  const char *doc;   /* S_FOR: the document index, or NULL: every chunk of every document */
+  Expr *value;       /* S_ASSIGN, S_STORE: the value; S_IF: the condition; S_FOR: a counted loop's count (or NULL) */
+  const char *doc;   /* S_FOR: the document index, or NULL: every chunk of every document
+                        (or a counted loop, when `value` holds its count) */
   Loc doc_loc;
   int reverse;
   PtrVec carries;    /* S_FOR: Ident* */
@@ -108,6 +110,7 @@ typedef enum {
   D_ENTRY,    /* entry fwd = a, b, c */
   D_OPTION,   /* option gate = safe in (safe, softplus, external) */
   D_IF,       /* if cond { decls } else { decls }: cond is compile-time */
+  D_REQUIRE,  /* require expr: a relation between dims, checked at plan time */
 } DeclKind;
 
 typedef enum { ROLE_IN, ROLE_OUT, ROLE_TEMP, ROLE_SAVE } Role;
@@ -118,7 +121,8 @@ typedef struct Decl {
   Loc loc;
   PtrVec names;     /* Ident*: D_DIM, D_TENSOR, D_ENTRY stages */
   Ident name;       /* D_CONST, D_PARAM, D_KERNEL, D_ENTRY */
-  Expr *value;      /* D_CONST value, D_PARAM default */
+  Expr *value;      /* D_CONST value, D_PARAM default, D_REQUIRE expression */
+  Loc value_loc;    /* D_REQUIRE: where the expression starts (and its extent on that line) */
   /* D_SEQUENCE */
   Ident seq_tokens, seq_docs, seq_chunk_name;
   Expr *seq_chunk;

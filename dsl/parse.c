@@ -148,7 +148,15 @@ static void dump_stmt(Buf *o, const Stmt *s, int indent) {
       buf_printf(o, "  @%d:%d\n", s->loc.line, s->loc.col);
       break;
     case S_FOR:
-      buf_printf(o, "For %s in %schunks(%s) carry", s->name, s->reverse ? "reverse " : "", s->doc);
+      if (s->value) {
+        buf_printf(o, "For %s in range(", s->name);
+        dump_expr(o, s->value);
+        buf_puts(o, ") carry");
+      } else if (s->doc) {
+        buf_printf(o, "For %s in %schunks(%s) carry", s->name, s->reverse ? "reverse " : "", s->doc);
+      } else {
+        buf_printf(o, "For %s in %schunks carry", s->name, s->reverse ? "reverse " : "");
+      }
       for (int i = 0; i < s->carries.len; i++) buf_printf(o, " %s", ((Ident *)s->carries.items[i])->name);
       buf_printf(o, "  @%d:%d\n", s->loc.line, s->loc.col);
       dump_stmts(o, &s->body, indent + 2);
@@ -234,6 +242,10 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
       buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
       dump_stmts(o, &d->body, indent + 2);
       return;
+    case D_REQUIRE:
+      buf_puts(o, "Require ");
+      dump_expr(o, d->value);
+      break;
     case D_ENTRY:
       buf_printf(o, "Entry %s =", d->name.name);
       for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);

@@ -129,6 +129,7 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
 %token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
 %token REVERSE "reverse" CARRY "carry" AS "as" NONE "None" OPTION "option" IF "if" ELSE "else"
+%token REQUIRE "require"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token <text> IDENT "name" INT "integer" FLOAT "number"
 %token <dtype> DTYPE "dtype"
@@ -178,7 +179,8 @@ decls
  *       | role names ":" dtype "[" exprs "]" ["optional"]
  *       | "param" name ":" dtype ["=" expr]
  *       | "kernel" name "over" "(" axes ")" ["threads" expr] "{" stmt* "}"
- *       | "entry" name "=" names */
+ *       | "entry" name "=" names
+ *       | "require" expr                       (a relation between dims) */
 decl
   : DIM ident_list {
       $$ = NEW(Decl); $$->kind = D_DIM; $$->loc = L(@1); $$->names = $2;
@@ -216,6 +218,10 @@ decl
       $$->name = (Ident){$2, L(@2)};
       $$->value = mk_expr(pc, E_NAME, L(@4)); $$->value->name = $4;
       $$->names = $7;
+    }
+  | REQUIRE expr {
+      $$ = NEW(Decl); $$->kind = D_REQUIRE; $$->loc = L(@1);
+      $$->value = $2; $$->value_loc = L(@2);
     }
   | if_decl { $$ = $1; }
   ;
@@ -301,7 +307,8 @@ stmts
 
 /* stmt := name "=" expr
  *       | "store" name "[" indices "]" "=" expr
- *       | "for" name "in" ["reverse"] "chunks" ["(" name ")"] ["carry" names] "{" stmt* "}" */
+ *       | "for" name "in" ["reverse"] "chunks" ["(" name ")"] ["carry" names] "{" stmt* "}"
+ *       | "for" name "in" "range" "(" expr ")" ["carry" names] "{" stmt* "}" */
 stmt
   : IDENT '=' expr {
       $$ = NEW(Stmt); $$->kind = S_ASSIGN; $$->loc = L(@1);
@@ -325,6 +332,16 @@ stmt
       $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
       $$->name = $2; $$->name_loc = L(@2); $$->reverse = $4;
       $$->doc = NULL; $$->doc_loc = L(@5); $$->carries = $6; $$->body = $8;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
+    }
+  | FOR IDENT IN IDENT '(' expr ')' opt_carry '{' stmts '}' {
+      /* a counted loop: `range` is a name only here, not a keyword */
+      if (strcmp($4, "range") != 0)
+        diag_error(pc->diag, L(@4), "expected `chunks` or `range(N)` after 'in', got '%s'", $4);
+      $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
+      $$->name = $2; $$->name_loc = L(@2);
+      $$->value = $6; $$->doc_loc = L(@4); $$->carries = $8; $$->body = $10;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }
   ;

@@ -3,8 +3,9 @@
  * workspace the plan asks for, launch, print a checksum of o and ht and the
  * time per call.
  *
- *   build/examples/kda_forward build/package [T] [H] [gate] [ndocs]
- *   (gate: safe | softplus | external; defaults 32768 16 safe 1)
+ *   build/examples/kda_forward build/package [T] [H] [gate] [ndocs] [HV]
+ *   (gate: safe | softplus | external; HV value heads, a multiple of H
+ *   (grouped value heads); defaults 32768 16 safe 1 H)
  */
 #include <cuda.h>
 #include <math.h>
@@ -54,6 +55,7 @@ int main(int argc, char **argv) {
   long long T = argc > 2 ? atoll(argv[2]) : 32768, H = argc > 3 ? atoll(argv[3]) : 16, K = 128, V = 128;
   const char *gate = argc > 4 ? argv[4] : "safe";
   long long N = argc > 5 ? atoll(argv[5]) : 1;
+  long long HV = argc > 6 ? atoll(argv[6]) : H; /* q, k: H heads; v, g, beta, o, ht: HV */
   int external = !strcmp(gate, "external");
   CUdevice dev;
   CUcontext ctx;
@@ -66,56 +68,58 @@ int main(int argc, char **argv) {
   CK(cake_package_load(dir, NULL, &pkg));
   int32_t *cu = malloc(sizeof(int32_t) * (size_t)(N + 1));
   for (long long d = 0; d <= N; d++) cu[d] = (int32_t)(T * d / N); /* N documents of about T/N tokens */
-  cake_kda_options opt = {gate, 1, 1, 0, 0, 0};
+  cake_kda_options opt = {gate, 1, 1, 0, 0, 0, HV};
   cake_plan *plan;
   CK(cake_kda_plan(pkg, &opt, T, H, cu, N, &plan));
   size_t ws;
   CK(cake_plan_workspace_bytes(plan, &ws));
 
-  size_t nq = (size_t)(T * H * K), ns = (size_t)(N * H * K * V);
-  unsigned short *h16 = malloc(nq * 2);
-  float *h32 = malloc((nq > ns ? nq : ns) * 4);
+  size_t nq = (size_t)(T * H * K), nv = (size_t)(T * HV * V), ns = (size_t)(N * HV * K * V);
+  size_t nmax = nq > nv ? nq : nv;
+  unsigned short *h16 = malloc(nmax * 2);
+  float *h32 = malloc((nmax > ns ? nmax : ns) * 4);
   CUdeviceptr q, k, v, g, beta, A_log, dt_bias, o, ht, work;
   CU(cuMemAlloc(&q, nq * 2));
   CU(cuMemAlloc(&k, nq * 2));
-  CU(cuMemAlloc(&v, nq * 2));
-  CU(cuMemAlloc(&g, nq * 4));
-  CU(cuMemAlloc(&beta, (size_t)(T * H) * 2));
-  CU(cuMemAlloc(&A_log, (size_t)H * 4));
-  CU(cuMemAlloc(&dt_bias, (size_t)(H * K) * 4));
-  CU(cuMemAlloc(&o, nq * 2));
+  CU(cuMemAlloc(&v, nv * 2));
+  CU(cuMemAlloc(&g, nv * 4));
+  CU(cuMemAlloc(&beta, (size_t)(T * HV) * 2));
+  CU(cuMemAlloc(&A_log, (size_t)HV * 4));
+  CU(cuMemAlloc(&dt_bias, (size_t)(HV * K) * 4));
+  CU(cuMemAlloc(&o, nv * 2));
   CU(cuMemAlloc(&ht, ns * 4));
   CU(cuMemAlloc(&work, ws ? ws : 256));
   CUdeviceptr *bf[] = {&q, &k, &v};
   for (int i = 0; i < 3; i++) {
-    for (size_t j = 0; j < nq; j++) h16[j] = bf16(frand());
-    CU(cuMemcpyHtoD(*bf[i], h16, nq * 2));
+    size_t n = i < 2 ? nq : nv;
+    for (size_t j = 0; j < n; j++) h16[j] = bf16(frand());
+    CU(cuMemcpyHtoD(*bf[i], h16, n * 2));
   }
   if (external) {
-    for (size_t j = 0; j < nq; j++) h32[j] = -0.1f * (1.0f + frand());
-    CU(cuMemcpyHtoD(g, h32, nq * 4));
+    for (size_t j = 0; j < nv; j++) h32[j] = -0.1f * (1.0f + frand());
+    CU(cuMemcpyHtoD(g, h32, nv * 4));
   } else {
-    for (size_t j = 0; j < nq; j++) h16[j] = bf16(frand());
-    CU(cuMemcpyHtoD(g, h16, nq * 2));
+    for (size_t j = 0; j < nv; j++) h16[j] = bf16(frand());
+    CU(cuMemcpyHtoD(g, h16, nv * 2));
   }
-  for (long long j = 0; j < T * H; j++) h16[j] = bf16(frand());
-  CU(cuMemcpyHtoD(beta, h16, (size_t)(T * H) * 2));
-  for (long long j = 0; j < H; j++) h32[j] = 0.0f;
-  CU(cuMemcpyHtoD(A_log, h32, (size_t)H * 4));
-  for (long long j = 0; j < H * K; j++) h32[j] = -2.0f;
-  CU(cuMemcpyHtoD(dt_bias, h32, (size_t)(H * K) * 4));
+  for (long long j = 0; j < T * HV; j++) h16[j] = bf16(frand());
+  CU(cuMemcpyHtoD(beta, h16, (size_t)(T * HV) * 2));
+  for (long long j = 0; j < HV; j++) h32[j] = 0.0f;
+  CU(cuMemcpyHtoD(A_log, h32, (size_t)HV * 4));
+  for (long long j = 0; j < HV * K; j++) h32[j] = -2.0f;
+  CU(cuMemcpyHtoD(dt_bias, h32, (size_t)(HV * K) * 4));
 
   cake_kda_tensors t = {
       .q = T3(q, CAKE_BF16, T, H, K),
       .k = T3(k, CAKE_BF16, T, H, K),
-      .v = T3(v, CAKE_BF16, T, H, V),
-      .g = T3(g, external ? CAKE_F32 : CAKE_BF16, T, H, K),
-      .beta = {beta, CAKE_BF16, 2, {T, H}, {0}},
-      .A_log = {A_log, CAKE_F32, 1, {H}, {0}},
-      .dt_bias = {dt_bias, CAKE_F32, 2, {H, K}, {0}},
-      .h0 = {0, CAKE_F32, 4, {N, H, K, V}, {0}}, /* absent: the state starts at zero */
-      .o = T3(o, CAKE_BF16, T, H, V),
-      .ht = {ht, CAKE_F32, 4, {N, H, K, V}, {0}},
+      .v = T3(v, CAKE_BF16, T, HV, V),
+      .g = T3(g, external ? CAKE_F32 : CAKE_BF16, T, HV, K),
+      .beta = {beta, CAKE_BF16, 2, {T, HV}, {0}},
+      .A_log = {A_log, CAKE_F32, 1, {HV}, {0}},
+      .dt_bias = {dt_bias, CAKE_F32, 2, {HV, K}, {0}},
+      .h0 = {0, CAKE_F32, 4, {N, HV, K, V}, {0}}, /* absent: the state starts at zero */
+      .o = T3(o, CAKE_BF16, T, HV, V),
+      .ht = {ht, CAKE_F32, 4, {N, HV, K, V}, {0}},
   };
   CK(cake_kda_forward(plan, &t, work, ws, NULL)); /* warm-up: loads the module */
   CUevent e0, e1;
@@ -128,17 +132,17 @@ int main(int argc, char **argv) {
   CU(cuEventSynchronize(e1));
   float ms;
   CU(cuEventElapsedTime(&ms, e0, e1));
-  CU(cuMemcpyDtoH(h16, o, nq * 2));
+  CU(cuMemcpyDtoH(h16, o, nv * 2));
   CU(cuMemcpyDtoH(h32, ht, ns * 4));
   double so = 0, sh = 0;
-  for (size_t j = 0; j < nq; j++) {
+  for (size_t j = 0; j < nv; j++) {
     unsigned u = (unsigned)h16[j] << 16;
     float f;
     memcpy(&f, &u, 4);
     so += fabs(f);
   }
   for (size_t j = 0; j < ns; j++) sh += fabs(h32[j]);
-  printf("kda_forward: T=%lld H=%lld docs=%lld gate=%s workspace %zu bytes\n", T, H, N, gate, ws);
+  printf("kda_forward: T=%lld H=%lld HV=%lld docs=%lld gate=%s workspace %zu bytes\n", T, H, HV, N, gate, ws);
   printf("  sum|o| = %.6e  sum|ht| = %.6e  %.3f ms per call\n", so, sh, ms / reps);
   cake_plan_free(plan);
   cake_package_free(pkg);

@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
 
   cake_package *pkg;
   CK(cake_package_load(dir, NULL, &pkg));
-  cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0};
+  cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0, 0};
   cake_plan *plan;
   CK(cake_kda_train_plan(pkg, &opt, save, T, H, NULL, 0, &plan));
   size_t ws, sv;

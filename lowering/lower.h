@@ -41,7 +41,8 @@ typedef struct Home {
   int nbufs;        /* 2 for scan carries */
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
-  int depth;        /* scan nesting of the definition */
+  int depth;        /* loop nesting of the definition (0: the kernel body, 1: a scan's or loop's body) */
+  const CirInst *loop; /* the FOR whose body defines it, or NULL */
   int fused_depth;  /* H_FUSED: the longest chain of fused operands below it (< MAX_FUSED_DEPTH) */
   const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
                               straight from its accumulators; those: their matmul */

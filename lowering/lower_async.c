@@ -5,8 +5,27 @@
  * ahead. */
 #include "lower.h"
 
+/* Can an index be computed wherever the copy is issued (at the kernel's
+ * start, or for the next step of a loop): a grid, scan or loop index, a
+ * dim, a constant, an i32 parameter, or i32 arithmetic on those (say
+ * `h / (HV / H)`, `h * G + i`). The loop's index is substituted for the
+ * next step by emit_prefetch. */
+static int index_computable(LK *L, const CirInst *v, int depth) {
+  if (depth > 16 || v->ty.rank != 0 || v->ty.dt != DT_I32) return 0;
+  switch (v->op) {
+    case OP_GRIDVAR: case OP_CHUNKVAR: case OP_LOOPVAR: case OP_DIMVAL: case OP_CONST: return 1;
+    case OP_PARAMVAL: return 1;
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_MAXIMUM: case OP_MINIMUM: case OP_NEG:
+      for (int j = 0; j < v->nargs; j++)
+        if (!index_computable(L, v->args[j], depth + 1)) return 0;
+      return 1;
+    default: return 0;
+  }
+}
+
 /* Can `in` be copied by cp.async: a plain, non-optional window whose rows are
- * contiguous and 16-byte aligned, indexed only by grid or scan indices? */
+ * contiguous and 16-byte aligned, indexed by values computable where the
+ * copy is issued (see index_computable)? */
 int async_candidate(LK *L, const CirInst *in) {
   const CirTensor *t = in->tensor;
   if (in->op != OP_LOAD || t->optional || in->ty.rank < 1) return 0;
@@ -15,7 +34,7 @@ int async_candidate(LK *L, const CirInst *in) {
   for (int i = 0; i < t->rank; i++) {
     const CirIndex *ix = &in->index[i];
     if (ix->kind != IX_SCALAR) last = i;
-    if (ix->v && ix->v->op != OP_GRIDVAR && ix->v->op != OP_CHUNKVAR && ix->v->op != OP_CONST) return 0;
+    if (ix->v && !index_computable(L, ix->v, 0)) return 0;
     /* every row start must be 16-byte aligned: the constant part of each stride */
     long long f = 1;
     for (int j = i + 1; j < t->rank; j++)

@@ -69,16 +69,36 @@ static MlirValue carry_addr(LK *L, const Home *h, MlirValue phase) {
   return mlb_add(b, off, mlb_mul_c(b, phase, h->bytes));
 }
 
-/* Copy the prefetched tiles of chunk `chunk` (all of them when at < 0, else
+/* Does the scalar v depend on the loop index cv? */
+static int depends_on_index(const CirInst *v, const CirInst *cv, int depth) {
+  if (v == cv) return 1;
+  if (depth > MAX_FUSED_DEPTH) return 1; /* (index trees are small; be safe) */
+  for (int j = 0; j < v->nargs; j++)
+    if (depends_on_index(v->args[j], cv, depth + 1)) return 1;
+  return 0;
+}
+
+/* Copy the prefetched tiles of step `chunk` (all of them when at < 0, else
  * those whose last read is at body position `at`) into their buffers: the
- * scan's chunk index and chunk rows stand for that chunk meanwhile. */
+ * loop's index (and, in a scan, the chunk's rows) stand for that step
+ * meanwhile, and the body's scalars computed from the index (a window index
+ * like `h * G + i`) are computed again from it. */
 static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at) {
   Home *ch = home_of(L, cv);
   Home saved_home = *ch;
   ChunkInfo saved = L->chunks[cv->id];
   ch->scalar = chunk;
   ch->emitted = 1;
-  load_chunk(L, cv, chunk);
+  if (cv->op == OP_CHUNKVAR) load_chunk(L, cv, chunk);
+  int *unemitted = cake_xcalloc((size_t)body->len + 1, sizeof(int));
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *in = body->insts[i];
+    Home *h = home_of(L, in);
+    if (in != cv && h->kind == H_SCALAR && h->emitted && depends_on_index(in, cv, 0)) {
+      h->emitted = 0;
+      unemitted[i] = 1;
+    }
+  }
   for (int i = 0; i < body->len; i++) {
     const CirInst *in = body->insts[i];
     Home *h = home_of(L, in);
@@ -86,6 +106,9 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
     lk_set_loc(L, in);
     async_copy(L, in, mlb_i32(&L->b, h->offset));
   }
+  for (int i = 0; i < body->len; i++)
+    if (unemitted[i]) home_of(L, body->insts[i])->emitted = 1;
+  free(unemitted);
   *ch = saved_home;
   L->chunks[cv->id] = saved;
 }
@@ -108,7 +131,10 @@ static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
 static void emit_for(LK *L, const CirInst *f) {
   Mlb *b = &L->b;
   MlirValue lo, hi;
-  if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
+  if (f->counted) { /* i = 0 .. n - 1, none when n <= 0 */
+    lo = mlb_i32(b, 0);
+    hi = mlb_bin(b, "arith.maxsi", eval_scalar(L, f->args[0]), lo);
+  } else if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
     lo = mlb_i32(b, 0);
     hi = eval_scalar(L, f->args[0]);
   } else { /* one document's chunks, from the document table */
@@ -131,7 +157,7 @@ static void emit_for(LK *L, const CirInst *f) {
   MlirValue count = mlb_bin(b, "arith.subi", hi, lo);
   const CirInst *cv = NULL;
   for (int i = 0; i < body->len; i++)
-    if (body->insts[i]->op == OP_CHUNKVAR) cv = body->insts[i];
+    if (body->insts[i]->op == OP_CHUNKVAR || body->insts[i]->op == OP_LOOPVAR) cv = body->insts[i];
   int prefetch = prefetch_due(L, body, -1);
   /* the first chunk's prefetched tiles go to buffer 0 before the loop */
   if (prefetch) {
@@ -165,10 +191,10 @@ static void emit_for(LK *L, const CirInst *f) {
   for (int i = 0; i < body->len; i++) {
     const CirInst *c = body->insts[i];
     Home *h = home_of(L, c);
-    if (c->op == OP_CHUNKVAR) {
+    if (c->op == OP_CHUNKVAR || c->op == OP_LOOPVAR) {
       h->scalar = chunk;
       h->emitted = 1;
-      load_chunk(L, c, chunk);
+      if (c->op == OP_CHUNKVAR) load_chunk(L, c, chunk);
     } else if (c->op == OP_CARRY) {
       h->dyn = carry_addr(L, h, phase);
     } else if (c->op == OP_YIELD) {
@@ -227,7 +253,7 @@ static void emit_inst(LK *L, const CirInst *in) {
       mlb_barrier(&L->b);
       return;
     case OP_FOR: emit_for(L, in); return;
-    case OP_YIELD: case OP_CHUNKVAR: case OP_CARRY: return;
+    case OP_YIELD: case OP_CHUNKVAR: case OP_LOOPVAR: case OP_CARRY: return;
     case OP_FORRES: {
       /* find the carry of the same slot */
       const CirInst *f = in->parent;

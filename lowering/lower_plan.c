@@ -22,15 +22,19 @@ typedef struct Plan {
   const CirInst **all; /* by id */
 } Plan;
 
-static void number_block(Plan *P, const CirBlock *b, int depth) {
+static void number_block(Plan *P, const CirBlock *b, int depth, const CirInst *loop) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     P->all[in->id] = in;
     P->L->pos[in->id] = P->next_pos++;
     P->L->homes[in->id].depth = depth;
-    if (in->body) number_block(P, in->body, depth + 1);
+    P->L->homes[in->id].loop = loop;
+    if (in->body) number_block(P, in->body, depth + 1, in);
   }
 }
+
+/* In the body of a scan over chunks (not of a counted loop)? */
+static int in_scan(const Home *h) { return h->depth > 0 && h->loop && !h->loop->counted; }
 
 static int block_end(LK *L, const CirBlock *b) {
   const CirInst *last = b->insts[b->len - 1];
@@ -467,15 +471,15 @@ static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const 
 /* Matmuls whose result is only consumed elementwise by one store, one
  * stored value or one carried value write that consumer straight from their
  * accumulators: no f32 tile, no extra pass, no extra barrier. Only inside
- * scans, where latency rules; elsewhere the registers it needs cost
- * occupancy. With several matmuls in the value, the last one does it and
+ * scans over chunks, where latency rules; elsewhere (counted loops too) the
+ * registers it needs cost occupancy. With several matmuls in the value, the last one does it and
  * the others are read from shared memory. */
 static void plan_epilogues(LK *L, const CirBlock *b) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     if (in->body) plan_epilogues(L, in->body);
     Home *h = home_of(L, in);
-    if (h->depth == 0) continue;
+    if (!in_scan(h)) continue;
     if (in->op == OP_STORE) {
       if (in->ty.rank != 2 || in->tensor->optional) continue;
       const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0);
@@ -592,9 +596,13 @@ static void refine_homes(LK *L, const CirBlock *b) {
     const CirInst *in = b->insts[i];
     Home *h = home_of(L, in);
     if (in->op != OP_LOAD || !async_candidate(L, in)) continue;
-    if (h->depth == 1) {
+    if (in_scan(h)) {
       if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
       if (h->kind == H_SMEM) h->async_mode = ASYNC_PREFETCH; /* one buffer, refilled after its last read */
+    } else if (h->depth == 1 && h->kind == H_SMEM) {
+      /* a counted loop's body is planned like a kernel's: what is stored
+       * anyway is copied ahead (for the next step, after its last read) */
+      h->async_mode = ASYNC_PREFETCH;
     } else if (h->depth == 0 && h->kind == H_SMEM) {
       h->async_mode = ASYNC_HOIST;
     }
@@ -631,7 +639,7 @@ void plan_kernel(LK *L) {
   Plan P = {0};
   P.L = L;
   P.all = cake_xcalloc((size_t)L->nids + 1, sizeof(CirInst *));
-  number_block(&P, &L->k->body, 0);
+  number_block(&P, &L->k->body, 0, NULL);
   choose_homes(L, &L->k->body);
   refine_homes(L, &L->k->body);
   plan_in_place_carries(L, &L->k->body);

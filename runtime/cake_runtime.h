@@ -58,6 +58,10 @@ typedef enum cake_status {
 /* The message of the last failed call on this thread. */
 const char *cake_last_error(void);
 const char *cake_status_name(cake_status s);
+/* Record `message` as this thread's last error and return `s`: for layers
+ * over the runtime (generated launchers, bindings) that check arguments
+ * themselves. A NULL message records "(no message)". */
+cake_status cake_fail(cake_status s, const char *message);
 
 typedef struct cake_allocator {
   void *(*alloc)(void *ctx, size_t bytes);
@@ -98,9 +102,10 @@ typedef struct cake_plan cake_plan;
  * the manifest is checked (integers integral and in range, chunk a multiple
  * of 16 in [16, 256], extents in [1, 2^31), block threads a multiple of 32
  * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
- * names, no tensor named chunk_table or doc_table, no duplicate JSON keys):
- * a violation is CAKE_ERR_PACKAGE naming the program, the record and the
- * field. */
+ * names, no tensor named chunk_table or doc_table, no duplicate JSON keys,
+ * requirements that read as comparisons over the program's dims, at most 64
+ * of 1024 characters each): a violation is CAKE_ERR_PACKAGE naming the
+ * program, the record and the field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
@@ -132,7 +137,12 @@ cake_status cake_plan_set_docs(cake_plan *plan, const int32_t *cu_seqlens, int64
  * i32, a finite f32 value for f32. */
 cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value);
 /* Computes the chunk tables and the layout, every size with overflow
- * checks (CAKE_ERR_PLAN naming the tensor and its dims). */
+ * checks (CAKE_ERR_PLAN naming the tensor and its dims). First it checks
+ * the spec's relations between dims (`require` in the spec, "requires" in
+ * the manifest), with the documents counted: the first one broken is
+ * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (kda_fwd.cake:36:9): HV = 3,
+ * H = 2" (a division or remainder by zero in it makes it false: "...,
+ * H = 0 (a remainder by zero)"). */
 cake_status cake_plan_finalize(cake_plan *plan);
 cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
 int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
@@ -159,7 +169,11 @@ cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *
 
 /* ---- KDA convenience entry (the program kda_fwd of specs/kda) ----------
  * The same as the generic path with the variant chosen from the options and
- * the tensors bound by their names. K = V = 128; chunk 64.
+ * the tensors bound by their names. K = V = 128; chunk 64. H key heads (q,
+ * k) and HV value heads (v, g, beta, the states, o; opt.hv, 0: HV = H), HV
+ * a multiple of H ("GVA": value head h reads key head h / (HV / H)); dims
+ * that break the spec's `require HV % H == 0` fail to plan with
+ * CAKE_ERR_PLAN ("dims break 'HV % H == 0' (kda_fwd.cake:L:C): HV = 3, H = 2").
  *   cake_kda_options opt = {"safe", 1, 1, 0, 0};
  *   cake_plan *plan;  cake_kda_plan(pkg, &opt, T, H, cu_host, ndocs, &plan);
  *   size_t ws;  cake_plan_workspace_bytes(plan, &ws);
@@ -174,24 +188,25 @@ typedef struct cake_kda_options {
   double lower_bound; /* the safe gate's bound; 0: -5 */
   int vblock;         /* columns of V per block of the state pass: 16 or 32; 0: chosen from
                          the problem and the current GPU (16 when the blocks would not fill it) */
-  /* Other vblock values, a non-finite scale or lower_bound, or a positive
-   * lower_bound are CAKE_ERR_ARGUMENT. */
+  int64_t hv;         /* value heads HV, a multiple of H (grouped value heads); 0: HV = H */
+  /* Other vblock values, a non-finite scale or lower_bound, a positive
+   * lower_bound, or hv outside [0, 2^31) are CAKE_ERR_ARGUMENT. */
 } cake_kda_options;
 
 typedef struct cake_kda_tensors {
   cake_tensor q, k;       /* bf16 [T, H, 128] */
-  cake_tensor v;          /* bf16 [T, H, 128] */
-  cake_tensor g;          /* bf16 [T, H, 128] raw gate, or f32 log-decay (gate "external") */
-  cake_tensor beta;       /* bf16 [T, H] */
-  cake_tensor A_log;      /* f32 [H] (not with gate "external") */
-  cake_tensor dt_bias;    /* f32 [H, 128] (not with gate "external") */
-  cake_tensor h0;         /* f32 [N, H, 128, 128], optional */
-  cake_tensor o;          /* bf16 [T, H, 128] */
-  cake_tensor ht;         /* f32 [N, H, 128, 128], optional */
+  cake_tensor v;          /* bf16 [T, HV, 128] */
+  cake_tensor g;          /* bf16 [T, HV, 128] raw gate, or f32 log-decay (gate "external") */
+  cake_tensor beta;       /* bf16 [T, HV] */
+  cake_tensor A_log;      /* f32 [HV] (not with gate "external") */
+  cake_tensor dt_bias;    /* f32 [HV, 128] (not with gate "external") */
+  cake_tensor h0;         /* f32 [N, HV, 128, 128], optional */
+  cake_tensor o;          /* bf16 [T, HV, 128] */
+  cake_tensor ht;         /* f32 [N, HV, 128, 128], optional */
 } cake_kda_tensors;
 
-/* A finalized plan of the kda_fwd variant the options name; cu_seqlens may
- * be NULL (one document of T tokens). */
+/* A finalized plan of the kda_fwd variant the options name, with H key heads
+ * and opt->hv value heads; cu_seqlens may be NULL (one document of T tokens). */
 cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, int64_t T, int64_t H,
                           const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
 cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
@@ -205,8 +220,10 @@ cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_t
  * area) and the backward (every gradient), with the variant chosen from the
  * options and the save mode: "ckpt" (nothing saved; the backward recomputes
  * the per-chunk states) or "states" (the forward saves them: 1,024 bytes per
- * chunk-token and head). The saved area lives from the forward to the
- * backward; both calls take the same plan, workspace and saved area.
+ * chunk-token and value head). Grouped value heads as for kda_fwd (opt.hv):
+ * dq and dk sum over each key head's value heads in order. The saved area
+ * lives from the forward to the backward; both calls take the same plan,
+ * workspace and saved area.
  *   cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0};
  *   cake_plan *plan;  cake_kda_train_plan(pkg, &opt, "ckpt", T, H, cu_host, ndocs, &plan);
  *   size_t ws, sv;  cake_plan_workspace_bytes(plan, &ws);  cake_plan_saved_bytes(plan, &sv);
@@ -218,14 +235,14 @@ cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_t
 typedef struct cake_kda_train_tensors {
   cake_tensor q, k, v, g, beta, A_log, dt_bias, h0; /* inputs, as in cake_kda_tensors */
   cake_tensor o, ht;                                /* forward outputs (ht optional) */
-  cake_tensor do_;                                  /* bf16 [T, H, 128]: the gradient of o */
-  cake_tensor dht;                                  /* f32 [N, H, 128, 128]: the gradient of ht, optional */
-  cake_tensor dq, dk, dv;                           /* bf16, shaped like q, k, v */
-  cake_tensor dg;                                   /* f32 [T, H, 128]: w.r.t. the raw gate (the log-decay
+  cake_tensor do_;                                  /* bf16 [T, HV, 128]: the gradient of o */
+  cake_tensor dht;                                  /* f32 [N, HV, 128, 128]: the gradient of ht, optional */
+  cake_tensor dq, dk, dv;                           /* bf16, shaped like q, k ([T, H, 128]), v ([T, HV, 128]) */
+  cake_tensor dg;                                   /* f32 [T, HV, 128]: w.r.t. the raw gate (the log-decay
                                                        for gate "external") */
-  cake_tensor dbeta;                                /* f32 [T, H]: w.r.t. the logits when beta_logits */
-  cake_tensor dA_log, ddt_bias;                     /* f32 [H], [H, 128] (not with gate "external") */
-  cake_tensor dh0;                                  /* f32 [N, H, 128, 128], optional */
+  cake_tensor dbeta;                                /* f32 [T, HV]: w.r.t. the logits when beta_logits */
+  cake_tensor dA_log, ddt_bias;                     /* f32 [HV], [HV, 128] (not with gate "external") */
+  cake_tensor dh0;                                  /* f32 [N, HV, 128, 128], optional */
 } cake_kda_train_tensors;
 
 cake_status cake_kda_train_plan(const cake_package *pkg, const cake_kda_options *opt, const char *save, int64_t T,

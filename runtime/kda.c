@@ -28,7 +28,10 @@ cake_status rt_kda_plan_variant(const cake_package *pkg, const char *program, co
   if (s) return s;
   cake_plan *plan;
   if ((s = cake_plan_create(prog, &plan))) return s;
+  /* value heads (GVA): the spec requires HV % H == 0, checked by finalize */
+  int64_t HV = opt->hv ? opt->hv : H;
   if (!(s = cake_plan_set_dim(plan, "T", T)) && !(s = cake_plan_set_dim(plan, "H", H)) &&
+      !(s = cake_plan_set_dim(plan, "HV", HV)) &&
       (!cu_seqlens || !(s = cake_plan_set_docs(plan, cu_seqlens, ndocs))) &&
       (!opt->scale || !(s = cake_plan_set_param(plan, "scale", opt->scale))) &&
       (!opt->lower_bound || !(s = cake_plan_set_param(plan, "lower_bound", opt->lower_bound))))
@@ -70,13 +73,15 @@ cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, 
   char variant[160];
   cake_status s = rt_kda_variant(opt, variant, sizeof variant);
   if (s) return s;
-  if ((s = rt_check_dim("T", T)) || (s = rt_check_dim("H", H)) || (cu_seqlens && (s = rt_check_ndocs(ndocs)))) return s;
-  /* The chain runs one block per (document, head, V block): with too few
-   * to keep two per multiprocessor busy, blocks of 16 columns instead of 32. */
+  if ((s = rt_check_dim("T", T)) || (s = rt_check_dim("H", H)) || (s = rt_check_dim("HV", opt->hv)) ||
+      (cu_seqlens && (s = rt_check_ndocs(ndocs))))
+    return s;
+  /* The chain runs one block per (document, value head, V block): with too
+   * few to keep two per multiprocessor busy, blocks of 16 columns instead of 32. */
   int sms = 132;
   cake_device_sm_count(&sms);
-  int64_t nd = cu_seqlens ? ndocs : 1, blocks;
-  int v16 = !__builtin_mul_overflow(nd, H * (128 / 16), &blocks) && blocks <= 2 * (int64_t)sms;
+  int64_t nd = cu_seqlens ? ndocs : 1, HV = opt->hv ? opt->hv : H, blocks;
+  int v16 = !__builtin_mul_overflow(nd, HV * (128 / 16), &blocks) && blocks <= 2 * (int64_t)sms;
   if (opt->vblock) v16 = opt->vblock == 16;
   size_t len = strlen(variant);
   snprintf(variant + len, sizeof variant - len, ",vblock=%s", v16 ? "v16" : "v32");

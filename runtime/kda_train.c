@@ -18,7 +18,7 @@ cake_status cake_kda_train_plan(const cake_package *pkg, const cake_kda_options 
     return rt_fail(CAKE_ERR_ARGUMENT, "kda_train has one V block size: leave vblock 0 (it is %d)", opt->vblock);
   char variant[160];
   cake_status s = rt_kda_variant(opt, variant, sizeof variant);
-  if (s) return s;
+  if (s || (s = rt_check_dim("HV", opt->hv))) return s;
   size_t len = strlen(variant);
   snprintf(variant + len, sizeof variant - len, ",save=%s", mode);
   return rt_kda_plan_variant(pkg, "kda_train", variant, opt, T, H, cu_seqlens, ndocs, out);

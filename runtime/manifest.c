@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cake_require.h"
 #include "rt.h"
 
 typedef struct Ld {
@@ -475,6 +476,51 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   return s;
 }
 
+static int require_dim(void *ctx, const char *name, size_t len, int64_t *value) {
+  const cake_program *p = ctx;
+  for (int i = 0; i < p->ndims; i++)
+    if (strlen(p->dims[i]) == len && !memcmp(p->dims[i], name, len)) {
+      *value = 0;
+      return 1;
+    }
+  return 0;
+}
+
+/* A string of printable ASCII, at most `max` characters. */
+static cake_status get_text(Ld *L, const JNode *o, const char *key, size_t max, const char **out) {
+  cake_status s = get_str(L, o, key, out);
+  if (s) return s;
+  size_t n = strlen(*out);
+  if (n > max) return bad(L, "'%s' has %zu characters; at most %zu", key, n, max);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)(*out)[i] < 0x20 || (unsigned char)(*out)[i] >= 0x7f)
+      return bad(L, "'%s' holds a character that is not printable ASCII", key);
+  return CAKE_OK;
+}
+
+/* "requires" (optional): each a text and a location for messages, and an
+ * expression over the program's dims that the shared evaluator accepts. */
+static cake_status load_requires(Ld *L, const JNode *requires, cake_program *p) {
+  int n = requires ? requires->n : 0;
+  if (n > RT_MAX_REQUIRES) return bad(L, "%d requirements; at most %d are supported", n, RT_MAX_REQUIRES);
+  cake_status s = alloc_array(L, (void **)&p->requires, sizeof(RtRequire), n);
+  for (int i = 0; i < n && !s; i++) {
+    const JNode *r;
+    const char *text, *expr, *loc;
+    if ((s = item(L, requires, i, "requires", &r)) || (s = get_text(L, r, "text", RT_MAX_REQUIRE_TEXT, &text)) ||
+        (s = get_text(L, r, "expr", RT_MAX_REQUIRE_TEXT, &expr)) || (s = get_text(L, r, "loc", RT_MAX_REQUIRE_LOC, &loc)))
+      return s;
+    char why[256];
+    if (cake_require_eval(expr, require_dim, p, 0, why, sizeof why) != CAKE_REQUIRE_TRUE)
+      return bad(L, "'expr' is not a requirement over the program's dims: %s", why);
+    RtRequire *rr = &p->requires[p->nrequires++];
+    if ((s = copy_str(L, &rr->text, text)) || (s = copy_str(L, &rr->expr, expr)) || (s = copy_str(L, &rr->loc, loc)))
+      return s;
+  }
+  L->rec[0] = 0;
+  return s;
+}
+
 /* Programs of one name are variants: they must declare the same options
  * (names, in order) and differ in at least one value. */
 static cake_status check_variants(Ld *L, const cake_program *p) {
@@ -492,7 +538,7 @@ static cake_status check_variants(Ld *L, const cake_program *p) {
 }
 
 static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
-  const JNode *variant, *options, *dims, *tensors, *params, *stages, *entries;
+  const JNode *variant, *options, *dims, *tensors, *params, *stages, *entries, *requires;
   const char *name;
   cake_status s = get_str(L, pj, "name", &name);
   if (!s) s = get(L, pj, "variant", J_STR, 0, &variant);
@@ -505,10 +551,12 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   if ((s = copy_str(L, &p->name, name)) || (s = copy_str(L, &p->variant, v))) return s;
   if ((s = get(L, pj, "options", J_ARR, 0, &options)) || (s = get(L, pj, "dims", J_ARR, 1, &dims)) ||
       (s = get(L, pj, "tensors", J_ARR, 1, &tensors)) || (s = get(L, pj, "params", J_ARR, 1, &params)) ||
-      (s = get(L, pj, "stages", J_ARR, 1, &stages)) || (s = get(L, pj, "entries", J_ARR, 1, &entries)))
+      (s = get(L, pj, "stages", J_ARR, 1, &stages)) || (s = get(L, pj, "entries", J_ARR, 1, &entries)) ||
+      (s = get(L, pj, "requires", J_ARR, 0, &requires)))
     return s;
   if ((s = load_options(L, options, p)) || (s = check_variants(L, p)) || (s = load_dims(L, dims, p)) ||
-      (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) || (s = load_params(L, params, p)) ||
+      (s = load_requires(L, requires, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
+      (s = load_params(L, params, p)) ||
       (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)))
     return s;
   return CAKE_OK;

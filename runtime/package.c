@@ -24,6 +24,10 @@ cake_status rt_fail(cake_status s, const char *fmt, ...) {
   return s;
 }
 
+cake_status cake_fail(cake_status s, const char *message) {
+  return rt_fail(s, "%s", message ? message : "(no message)");
+}
+
 const char *cake_status_name(cake_status s) {
   static const char *const names[] = {"CAKE_OK",    "CAKE_ERR_ARGUMENT", "CAKE_ERR_IO",   "CAKE_ERR_PACKAGE",
                                       "CAKE_ERR_NOT_FOUND", "CAKE_ERR_TENSOR", "CAKE_ERR_PLAN", "CAKE_ERR_CUDA",
@@ -118,6 +122,12 @@ void cake_package_free(cake_package *pkg) {
       rt_free(al, p->options[j].def);
     }
     rt_free(al, p->options);
+    for (int j = 0; j < p->nrequires; j++) {
+      rt_free(al, p->requires[j].text);
+      rt_free(al, p->requires[j].expr);
+      rt_free(al, p->requires[j].loc);
+    }
+    rt_free(al, p->requires);
     rt_free(al, p->variant);
     rt_free(al, p->name);
   }

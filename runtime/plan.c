@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cake_require.h"
 #include "rt.h"
 
 enum { ITEM_ALIGN = 256 };
@@ -251,6 +252,31 @@ static cake_status layout(cake_plan *p) {
   return CAKE_OK;
 }
 
+static int require_dim(void *ctx, const char *name, size_t len, int64_t *value) {
+  const cake_plan *p = ctx;
+  for (int i = 0; i < p->prog->ndims; i++)
+    if (strlen(p->prog->dims[i]) == len && !memcmp(p->prog->dims[i], name, len)) {
+      *value = p->dims[i];
+      return 1;
+    }
+  return 0;
+}
+
+/* The spec's relations between dims (`require`), once every dim is known:
+ * the first one broken names itself, where it is, and the dims it reads. */
+static cake_status check_requires(const cake_plan *p) {
+  for (int i = 0; i < p->prog->nrequires; i++) {
+    const RtRequire *r = &p->prog->requires[i];
+    char msg[512];
+    int v = cake_require_eval(r->expr, require_dim, (void *)p, 1, msg, sizeof msg);
+    if (v == CAKE_REQUIRE_TRUE) continue;
+    if (v == CAKE_REQUIRE_BAD) /* the loader checked it: only a bug gets here */
+      return rt_fail(CAKE_ERR_PACKAGE, "requirement '%s' (%s) cannot be evaluated: %s", r->text, r->loc, msg);
+    return rt_fail(CAKE_ERR_PLAN, "dims break '%s' (%s): %s", r->text, r->loc, msg);
+  }
+  return CAKE_OK;
+}
+
 cake_status cake_plan_finalize(cake_plan *p) {
   if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_finalize: plan is required");
   const cake_program *prog = p->prog;
@@ -265,6 +291,7 @@ cake_status cake_plan_finalize(cake_plan *p) {
       return rt_fail(CAKE_ERR_PLAN, "parameter '%s' has no default and is not set", prog->params[i].name);
   cake_status s = CAKE_OK;
   if (prog->tokens_dim >= 0) s = chunk_tables(p);
+  if (!s) s = check_requires(p);
   if (!s) s = layout(p);
   if (s) {
     free_layout(p);

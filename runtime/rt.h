@@ -64,6 +64,9 @@ enum {
   RT_MIN_CHUNK = 16,               /* chunk sizes: multiples of 16 in [16, 256] */
   RT_MAX_CHUNK = 256,
   RT_MAX_DOCS = INT32_MAX - 1,     /* documents of a plan: ndocs + 1 offsets fit in int32 */
+  RT_MAX_REQUIRES = 64,            /* requirements per program (the compiler's CAKE_MAX_REQUIRES) */
+  RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
+  RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
 #define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
@@ -142,6 +145,13 @@ typedef struct RtOption {
   char *name, *value, *def;
 } RtOption;
 
+/* `require EXPR` of the spec: checked when a plan is finalized. */
+typedef struct RtRequire {
+  char *text; /* as written, for the message */
+  char *expr; /* what is evaluated (dsl/cake_require.h) */
+  char *loc;  /* "file.cake:line:col" */
+} RtRequire;
+
 struct cake_program {
   cake_package *pkg;
   char *name;
@@ -159,6 +169,8 @@ struct cake_program {
   int nstages;
   RtEntry *entries;
   int nentries;
+  RtRequire *requires;
+  int nrequires;
 };
 
 typedef struct RtFile {
@@ -234,8 +246,8 @@ cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream
 /* The KDA convenience entries (kda.c, kda_train.c). */
 /* "gate=..,qk_norm=..,beta_logits=.." from the options, which it checks. */
 cake_status rt_kda_variant(const cake_kda_options *opt, char *buf, size_t n);
-/* A finalized plan of that variant of `program` with the dims, documents
- * and the scale / lower bound of the options. */
+/* A finalized plan of that variant of `program` with the dims (HV from
+ * opt->hv, or H), documents and the scale / lower bound of the options. */
 cake_status rt_kda_plan_variant(const cake_package *pkg, const char *program, const char *variant,
                                 const cake_kda_options *opt, int64_t T, int64_t H, const int32_t *cu_seqlens,
                                 int64_t ndocs, cake_plan **out);

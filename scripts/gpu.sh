@@ -4,7 +4,7 @@
 #   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
-#   .carry/gpu.sh bench|bench-train|parts
+#   .carry/gpu.sh bench|bench-train|bench-gdn|parts
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
 #   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
 #                                             and the benchmarks in one timed call
@@ -23,7 +23,9 @@ case "${1:-}" in
     cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build build -j2 >/dev/null
     rm -rf .carry && mkdir -p .carry/bin
-    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake 2>/dev/null) --arch=sm_90a -o .carry/package
+    export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
+    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake 2>/dev/null) --arch=sm_90a \
+      -o .carry/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
@@ -95,7 +97,7 @@ case "${1:-}" in
     # One call that does the session's GPU work within CAKE_ALL_SECONDS
     # (default 540): every GPU test on its full shapes, beside it memcheck on
     # the --quick shapes and the C training example; then, on a quiet GPU,
-    # bench-train and bench with what time is left (layer variant, shapes b
+    # bench-train, bench and bench-gdn with what time is left (layer variant, shapes b
     # and c unless CAKE_BENCH_SHAPES says otherwise). Each step's log and
     # summary land in $CAKE_OUT; the exit status is the tests'.
     shift
@@ -103,7 +105,7 @@ case "${1:-}" in
     budget="${CAKE_ALL_SECONDS:-540}" t0=$(date +%s)
     left() { echo $(( budget - ($(date +%s) - t0) )); }
     rc_run=0 rc_san=0 rc_ex=0
-    ( timeout $(( budget * 6 / 10 )) bash "$0" run "$@" >"$out/all-run.log" 2>&1 ) & p_run=$!
+    ( timeout $(( budget * 7 / 10 )) bash "$0" run "$@" >"$out/all-run.log" 2>&1 ) & p_run=$!
     ( CAKE_SANITIZERS="${CAKE_SANITIZERS:-memcheck}" CAKE_SANITIZE_TIMEOUT=$(( budget / 4 )) \
         bash "$0" sanitize >"$out/all-sanitize.log" 2>&1 ) & p_san=$!
     ( timeout $(( budget / 4 )) .carry/bin/kda_train_step .carry/package >"$out/all-train-step.log" 2>&1 ) & p_ex=$!
@@ -114,20 +116,34 @@ case "${1:-}" in
       $rc_run $rc_san $rc_ex $(( $(date +%s) - t0 )) | tee "$out/all-status.txt"
     shapes="${CAKE_BENCH_SHAPES:-b,c}"
     if [ -d .anchor ] && [ "$(left)" -gt 90 ]; then
-      timeout $(( $(left) - 20 )) bash "$0" bench-train --shapes "$shapes" --variants layer \
-        --deadline $(( $(left) * 6 / 10 )) >"$out/all-bench-train.log" 2>&1 || true
+      timeout $(( $(left) / 2 )) bash "$0" bench-train --shapes "$shapes" --variants layer \
+        --deadline $(( $(left) * 3 / 10 )) >"$out/all-bench-train.log" 2>&1 || true
     fi
     if [ -d .anchor ] && [ "$(left)" -gt 45 ]; then
-      timeout $(( $(left) - 10 )) bash "$0" bench --shapes "$shapes" --variants layer \
+      timeout $(( $(left) / 2 )) bash "$0" bench --shapes "$shapes" --variants layer \
         >"$out/all-bench.log" 2>&1 || true
+    fi
+    if [ -d .anchor ] && [ "$(left)" -gt 45 ]; then
+      timeout $(( $(left) - 10 )) bash "$0" bench-gdn --shapes "$shapes" --variants layer \
+        --deadline $(( $(left) / 2 )) >"$out/all-bench-gdn.log" 2>&1 || true
     fi
     printf 'total %ss\n' $(( $(date +%s) - t0 )) | tee -a "$out/all-status.txt"
     [ $rc_run = 0 ] && [ $rc_san = 0 ] && [ $rc_ex = 0 ]
+    ;;
+  bench-gdn)
+    # Cake's gdn_fwd against fla's chunk_gated_delta_rule forward (benchmarks/bench_gdn.py); fla
+    # from .anchor/fla (its GDN kernels autotune on the first call: not in the KDA cache)
+    shift
+    mkdir -p "$out"
+    tc=$(mktemp -d) && tar -xzf .anchor/fla_autotune_cache_h200.tar.gz -C "$tc"
+    export TRITON_CACHE_DIR="$tc" PYTHONUNBUFFERED=1
+    python3 benchmarks/bench_gdn.py --fla .anchor/fla --package .carry/package \
+      --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
   parts)
     shift
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

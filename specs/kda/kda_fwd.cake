@@ -12,6 +12,11 @@
 // parallel over heads and blocks of V, carrying S in fp32, and writes the
 // output and the final state. The per-chunk states are never written.
 //
+// Grouped value heads (GVA): q and k have H heads, v, the gate, beta, the
+// state and o have HV heads, HV a multiple of H; value head h reads key head
+// h / (HV / H). Everything after the loads of q and k is per value head, so
+// HV = H is the plain program (one integer division more per block).
+//
 // Options (each combination is a variant of the program):
 //   gate        safe:     g = lower_bound * sigmoid(exp(A_log) * (g_raw + dt_bias))
 //               softplus: g = -exp(A_log) * softplus(g_raw + dt_bias)
@@ -27,7 +32,8 @@ option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
 option vblock = v32 in (v32, v16)
 
-dim   T, N, H
+dim   T, N, H, HV                     // tokens, documents, key heads, value heads
+require HV % H == 0
 const K = 128, V = 128, C = 64
 if vblock == v16 {
   const BV = 16
@@ -40,29 +46,31 @@ param scale : f32 = rsqrt(K)
 param lower_bound : f32 = -5.0
 
 in  q, k : bf16[T, H, K]
-in  v    : bf16[T, H, V]
+in  v    : bf16[T, HV, V]
 if gate == external {
-  in g : f32[T, H, K]                 // the log-decay
+  in g : f32[T, HV, K]                // the log-decay
 } else {
-  in g : bf16[T, H, K]                // the raw gate
-  in A_log : f32[H]
-  in dt_bias : f32[H, K]
+  in g : bf16[T, HV, K]               // the raw gate
+  in A_log : f32[HV]
+  in dt_bias : f32[HV, K]
 }
-in  beta : bf16[T, H]                 // logits or values (option beta_logits)
-in  h0   : f32[N, H, K, V] optional   // initial state per document
-out o    : bf16[T, H, V]
-out ht   : f32[N, H, K, V] optional   // final state per document
+in  beta : bf16[T, HV]                // logits or values (option beta_logits)
+in  h0   : f32[N, HV, K, V] optional  // initial state per document
+out o    : bf16[T, HV, V]
+out ht   : f32[N, HV, K, V] optional  // final state per document
 
-// Between the stages (workspace): 1152 B per token and head (4 x 256 + 128),
-// plus 512 B per chunk and head: 608 MB at T = 32768, H = 16.
-temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(G_C - G)
-temp u  : bf16[T, H, V]               // U~
-temp pq : bf16[T, H, C]               // scale P
-temp gx : f32[chunks, H, K]           // exp(G_C), the chunk's state decay
+// Between the stages (workspace): 1152 B per token and value head
+// (4 x 256 + 128), plus 512 B per chunk and value head: 608 MB at
+// T = 32768, HV = 16.
+temp w, qg, kd : bf16[T, HV, K]       // W;  scale Q exp(G);  K exp(G_C - G)
+temp u  : bf16[T, HV, V]              // U~
+temp pq : bf16[T, HV, C]              // scale P
+temp gx : f32[chunks, HV, K]          // exp(G_C), the chunk's state decay
 
-kernel prep over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
+kernel prep over (c in chunks, h in HV) threads 256 {
+  hk = h / (HV / H)                   // the key head of value head h
+  qraw = load q[c, hk, :]
+  kraw = load k[c, hk, :]
   if qk_norm {
     qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
     kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
@@ -98,7 +106,7 @@ kernel prep over (c in chunks, h in H) threads 256 {
   store gx[c, h, :] = exp(gl)
 }
 
-kernel chain over (n in docs, h in H, j in V / BV) {
+kernel chain over (n in docs, h in HV, j in V / BV) {
   S = load h0[n, h, :, j] or 0
   for c in chunks(n) carry S {
     Sb = S as bf16

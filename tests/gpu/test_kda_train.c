@@ -4,7 +4,9 @@
  * outputs poisoned with NaN before each launch, fla's error metric
  * RMS(x - ref) / RMS(ref) with the thresholds of the interpreter test
  * (o, ht 0.005; dq, dk, dv, dh0 0.008; dg, dbeta, dA_log, ddt_bias 0.02), and
- * a second bwd launch compared bit for bit.
+ * a second bwd launch compared bit for bit. Grouped value heads (GVA: HV
+ * value heads over H key heads; dq and dk sum over each group) among the
+ * shapes.
  *
  * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick] */
 #include <math.h>
@@ -26,6 +28,7 @@ typedef struct Shape {
   int ndocs; /* 0: one document */
   const int32_t *cu;
   int with_h0, with_dht;
+  int64_t HV; /* value heads (GVA); 0: H */
 } Shape;
 
 static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -48,21 +51,23 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
 
 /* digest: FNV-1a of every output's bytes (to compare save modes) */
 static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, uint64_t *digest) {
-  int64_t T = sh->T, H = sh->H, N = sh->ndocs ? sh->ndocs : 1;
+  int64_t T = sh->T, H = sh->H, HV = sh->HV ? sh->HV : sh->H, N = sh->ndocs ? sh->ndocs : 1;
   const int32_t *cu = sh->ndocs ? sh->cu : NULL;
   int external = !strcmp(sh->gate, "external");
   KdaOptions ko = {!strcmp(sh->gate, "safe") ? KDA_GATE_SAFE : external ? KDA_GATE_EXTERNAL : KDA_GATE_SOFTPLUS,
                    sh->qk_norm, sh->beta_logits, 1.0 / sqrt(K), -5.0};
-  size_t nq = (size_t)(T * H * K), nb = (size_t)(T * H), ns = (size_t)(N * H * K * V);
-  uint16_t *hq = malloc(nq * 2), *hk = malloc(nq * 2), *hv = malloc(nq * 2), *hg16 = malloc(nq * 2);
-  uint16_t *hb = malloc(nb * 2), *hdo = malloc(nq * 2);
-  float *hg32 = malloc(nq * 4), *hA = malloc((size_t)H * 4), *hdt = malloc((size_t)(H * K) * 4);
+  /* q, k, dq, dk: [T, H, K]; v, do, o, dv, g, dg: [T, HV, 128]; beta: [T, HV]; states: [N, HV, K, V] */
+  size_t nq = (size_t)(T * H * K), nv = (size_t)(T * HV * V), nb = (size_t)(T * HV), ns = (size_t)(N * HV * K * V);
+  uint16_t *hq = malloc(nq * 2), *hk = malloc(nq * 2), *hv = malloc(nv * 2), *hg16 = malloc(nv * 2);
+  uint16_t *hb = malloc(nb * 2), *hdo = malloc(nv * 2);
+  float *hg32 = malloc(nv * 4), *hA = malloc((size_t)HV * 4), *hdt = malloc((size_t)(HV * K) * 4);
   float *hh0 = malloc(ns * 4), *hdht = malloc(ns * 4);
-  double *q = malloc(nq * 8), *k = malloc(nq * 8), *v = malloc(nq * 8), *g = malloc(nq * 8), *beta = malloc(nb * 8);
-  double *A_log = malloc((size_t)H * 8), *dt_bias = malloc((size_t)(H * K) * 8), *h0 = malloc(ns * 8);
-  double *dO = malloc(nq * 8), *dht = malloc(ns * 8);
-  for (size_t i = 0; i < nq; i++) {
-    hq[i] = f32_to_bf16((float)rng_normal(rng)), hk[i] = f32_to_bf16((float)rng_normal(rng));
+  double *q = malloc(nq * 8), *k = malloc(nq * 8), *v = malloc(nv * 8), *g = malloc(nv * 8), *beta = malloc(nb * 8);
+  double *A_log = malloc((size_t)HV * 8), *dt_bias = malloc((size_t)(HV * K) * 8), *h0 = malloc(ns * 8);
+  double *dO = malloc(nv * 8), *dht = malloc(ns * 8);
+  for (size_t i = 0; i < nv; i++) { /* (for HV = H: the draws of the shapes before GVA) */
+    float a = (float)rng_normal(rng), b = (float)rng_normal(rng);
+    if (i < nq) hq[i] = f32_to_bf16(a), hk[i] = f32_to_bf16(b);
     hv[i] = f32_to_bf16((float)rng_normal(rng)), hdo[i] = f32_to_bf16((float)rng_normal(rng));
     float graw = (float)rng_normal(rng);
     if (external) hg32[i] = (float)(-log1p(exp(-(double)graw)) / 4), g[i] = hg32[i];
@@ -80,15 +85,15 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
         hk[t * K + c] = f32_to_bf16((float)(bf16_to_f32(hk[t * K + c]) / sqrt(sk)));
       }
     }
-  for (size_t i = 0; i < nq; i++)
-    q[i] = bf16_to_f32(hq[i]), k[i] = bf16_to_f32(hk[i]), v[i] = bf16_to_f32(hv[i]), dO[i] = bf16_to_f32(hdo[i]);
+  for (size_t i = 0; i < nq; i++) q[i] = bf16_to_f32(hq[i]), k[i] = bf16_to_f32(hk[i]);
+  for (size_t i = 0; i < nv; i++) v[i] = bf16_to_f32(hv[i]), dO[i] = bf16_to_f32(hdo[i]);
   for (size_t i = 0; i < nb; i++) {
     hb[i] = f32_to_bf16((float)(sh->beta_logits ? rng_normal(rng) : rng_uniform(rng)));
     beta[i] = bf16_to_f32(hb[i]);
   }
-  for (int64_t h = 0; h < H; h++)
+  for (int64_t h = 0; h < HV; h++)
     A_log[h] = hA[h] = ko.gate == KDA_GATE_SOFTPLUS ? (float)log(1 + 15 * rng_uniform(rng)) : 0.0f;
-  for (int64_t i = 0; i < H * K; i++) {
+  for (int64_t i = 0; i < HV * K; i++) {
     double dt = exp(log(0.001) + rng_uniform(rng) * (log(0.1) - log(0.001)));
     dt_bias[i] = hdt[i] = (float)(dt + log(-expm1(-dt)));
   }
@@ -100,14 +105,14 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   /* the reference */
   static const char *const names[NOUT] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
   static const double tol[NOUT] = {0.005, 0.005, 0.008, 0.008, 0.008, 0.02, 0.02, 0.02, 0.02, 0.008};
-  size_t n[NOUT] = {nq, ns, nq, nq, nq, nq, nb, (size_t)H, (size_t)(H * K), ns};
+  size_t n[NOUT] = {nv, ns, nq, nq, nv, nv, nb, (size_t)HV, (size_t)(HV * K), ns};
   int bf16_out[NOUT] = {1, 0, 1, 1, 1, 0, 0, 0, 0, 0};
   double *ref[NOUT];
   for (int o = 0; o < NOUT; o++) ref[o] = calloc(n[o], 8);
   const double *rh0 = sh->with_h0 ? h0 : NULL;
-  ref_kda_fwd(&ko, T, H, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, ref[0], ref[1]);
+  ref_kda_fwd_gva(&ko, T, H, HV, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, ref[0], ref[1]);
   KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
-  ref_kda_bwd(&ko, T, H, H, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, dO, sh->with_dht ? dht : NULL, &gr);
+  ref_kda_bwd(&ko, T, H, HV, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, dO, sh->with_dht ? dht : NULL, &gr);
 
   /* the GPU */
   char variant[160];
@@ -119,46 +124,47 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   RT(cake_plan_create(gp, &plan));
   RT(cake_plan_set_dim(plan, "T", T));
   RT(cake_plan_set_dim(plan, "H", H));
+  RT(cake_plan_set_dim(plan, "HV", HV));
   if (cu) RT(cake_plan_set_docs(plan, cu, N));
   RT(cake_plan_finalize(plan));
   size_t ws, sv;
   RT(cake_plan_workspace_bytes(plan, &ws));
   RT(cake_plan_saved_bytes(plan, &sv));
   CUdeviceptr work = gpu_alloc(ws ? ws : 256), saved = gpu_alloc(sv ? sv : 256);
-  CUdeviceptr dq = upload(hq, nq * 2), dk = upload(hk, nq * 2), dv = upload(hv, nq * 2), ddo = upload(hdo, nq * 2);
-  CUdeviceptr dg = external ? upload(hg32, nq * 4) : upload(hg16, nq * 2), db = upload(hb, nb * 2);
-  CUdeviceptr dA = upload(hA, (size_t)H * 4), ddt = upload(hdt, (size_t)(H * K) * 4);
+  CUdeviceptr dq = upload(hq, nq * 2), dk = upload(hk, nq * 2), dv = upload(hv, nv * 2), ddo = upload(hdo, nv * 2);
+  CUdeviceptr dg = external ? upload(hg32, nv * 4) : upload(hg16, nv * 2), db = upload(hb, nb * 2);
+  CUdeviceptr dA = upload(hA, (size_t)HV * 4), ddt = upload(hdt, (size_t)(HV * K) * 4);
   CUdeviceptr dh0 = upload(hh0, ns * 4), ddht = upload(hdht, ns * 4);
   CUdeviceptr out[NOUT];
   for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (bf16_out[o] ? 2 : 4));
   cake_binding in[10] = {
       {"q", tensor(dq, CAKE_BF16, 3, T, H, K, 0)},
       {"k", tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
-      {"v", tensor(dv, CAKE_BF16, 3, T, H, V, 0)},
-      {"g", tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, H, K, 0)},
-      {"beta", tensor(db, CAKE_BF16, 2, T, H, 0, 0)},
-      {"h0", tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, H, K, V)},
-      {"A_log", tensor(dA, CAKE_F32, 1, H, 0, 0, 0)},
-      {"dt_bias", tensor(ddt, CAKE_F32, 2, H, K, 0, 0)},
+      {"v", tensor(dv, CAKE_BF16, 3, T, HV, V, 0)},
+      {"g", tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0)},
+      {"beta", tensor(db, CAKE_BF16, 2, T, HV, 0, 0)},
+      {"h0", tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V)},
+      {"A_log", tensor(dA, CAKE_F32, 1, HV, 0, 0, 0)},
+      {"dt_bias", tensor(ddt, CAKE_F32, 2, HV, K, 0, 0)},
   };
   int nin = external ? 6 : 8;
   cake_binding fb[16], bb[24];
   int nf = 0, nbb = 0;
   for (int i = 0; i < nin; i++) fb[nf++] = in[i], bb[nbb++] = in[i];
-  fb[nf++] = (cake_binding){"o", tensor(out[0], CAKE_BF16, 3, T, H, V, 0)};
-  fb[nf++] = (cake_binding){"ht", tensor(out[1], CAKE_F32, 4, N, H, K, V)};
-  bb[nbb++] = (cake_binding){"do", tensor(ddo, CAKE_BF16, 3, T, H, V, 0)};
-  bb[nbb++] = (cake_binding){"dht", tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, H, K, V)};
+  fb[nf++] = (cake_binding){"o", tensor(out[0], CAKE_BF16, 3, T, HV, V, 0)};
+  fb[nf++] = (cake_binding){"ht", tensor(out[1], CAKE_F32, 4, N, HV, K, V)};
+  bb[nbb++] = (cake_binding){"do", tensor(ddo, CAKE_BF16, 3, T, HV, V, 0)};
+  bb[nbb++] = (cake_binding){"dht", tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, HV, K, V)};
   bb[nbb++] = (cake_binding){"dq", tensor(out[2], CAKE_BF16, 3, T, H, K, 0)};
   bb[nbb++] = (cake_binding){"dk", tensor(out[3], CAKE_BF16, 3, T, H, K, 0)};
-  bb[nbb++] = (cake_binding){"dv", tensor(out[4], CAKE_BF16, 3, T, H, V, 0)};
-  bb[nbb++] = (cake_binding){"dg", tensor(out[5], CAKE_F32, 3, T, H, K, 0)};
-  bb[nbb++] = (cake_binding){"dbeta", tensor(out[6], CAKE_F32, 2, T, H, 0, 0)};
+  bb[nbb++] = (cake_binding){"dv", tensor(out[4], CAKE_BF16, 3, T, HV, V, 0)};
+  bb[nbb++] = (cake_binding){"dg", tensor(out[5], CAKE_F32, 3, T, HV, K, 0)};
+  bb[nbb++] = (cake_binding){"dbeta", tensor(out[6], CAKE_F32, 2, T, HV, 0, 0)};
   if (!external) {
-    bb[nbb++] = (cake_binding){"dA_log", tensor(out[7], CAKE_F32, 1, H, 0, 0, 0)};
-    bb[nbb++] = (cake_binding){"ddt_bias", tensor(out[8], CAKE_F32, 2, H, K, 0, 0)};
+    bb[nbb++] = (cake_binding){"dA_log", tensor(out[7], CAKE_F32, 1, HV, 0, 0, 0)};
+    bb[nbb++] = (cake_binding){"ddt_bias", tensor(out[8], CAKE_F32, 2, HV, K, 0, 0)};
   }
-  bb[nbb++] = (cake_binding){"dh0", tensor(out[9], CAKE_F32, 4, N, H, K, V)};
+  bb[nbb++] = (cake_binding){"dh0", tensor(out[9], CAKE_F32, 4, N, HV, K, V)};
   void *host[2][NOUT];
   for (int run = 0; run < 2; run++) {
     for (int o = 0; o < NOUT; o++) gpu_poison(out[o], n[o] * (bf16_out[o] ? 2 : 4));
@@ -174,8 +180,8 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   for (int o = 0; o < NOUT; o++) dg64 = fnv1a(dg64, host[0][o], n[o] * (bf16_out[o] ? 2 : 4));
   *digest = dg64;
   int ok = 1;
-  printf("%-40s %-6s T=%-5lld H=%-2lld docs=%-3lld saved %zu B/token/head:", sh->name, sh->save, (long long)T,
-         (long long)H, (long long)N, sv / (size_t)(T * H));
+  printf("%-40s %-6s T=%-5lld H=%-2lld HV=%-2lld docs=%-3lld saved %zu B/token/head:", sh->name, sh->save, (long long)T,
+         (long long)H, (long long)HV, (long long)N, sv / (size_t)(T * HV));
   for (int o = 0; o < NOUT; o++) {
     if (external && (o == 7 || o == 8)) continue;
     double *got = malloc(n[o] * 8);
@@ -228,16 +234,20 @@ int main(int argc, char **argv) {
   static const int32_t cu_two[] = {0, 77, 700};
   static const int32_t cu_one[] = {0, 1};
   const Shape shapes[] = {
-      {"safe, h0, dht, docs 1000/1/3095", "safe", "ckpt", 1, 1, 4096, 4, 3, cu_three, 1, 1},
-      {"safe, h0, dht, docs 1000/1/3095", "safe", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1},
-      {"softplus, docs 77/623", "softplus", "states", 1, 1, 700, 2, 2, cu_two, 0, 1},
-      {"external, no norm, beta values, h0", "external", "ckpt", 0, 0, 1000, 3, 0, NULL, 1, 1},
-      {"a single one-token document", "safe", "ckpt", 1, 1, 1, 2, 1, cu_one, 1, 1},
-      {"T=16384 H=8 one document", "softplus", "ckpt", 1, 1, 16384, 8, 0, NULL, 0, 0},
-      {"many short documents (1..200 tokens), h0, dht", "softplus", "states", 1, 1, 8192, 4, nshort, cu_short, 1, 1},
-      {"packed 15945/21845/27746 (layer)", "softplus", "ckpt", 1, 1, 65536, 16, 3, cu_anchor, 0, 1},
-      {"packed 15945/21845/27746 (safe gate)", "safe", "states", 1, 1, 65536, 16, 3, cu_anchor, 0, 1},
-      {"T=32768 H=16 one document", "softplus", "states", 1, 1, 32768, 16, 0, NULL, 0, 0},
+      {"safe, h0, dht, docs 1000/1/3095", "safe", "ckpt", 1, 1, 4096, 4, 3, cu_three, 1, 1, 0},
+      {"safe, h0, dht, docs 1000/1/3095", "safe", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1, 0},
+      {"softplus, docs 77/623", "softplus", "states", 1, 1, 700, 2, 2, cu_two, 0, 1, 0},
+      {"external, no norm, beta values, h0", "external", "ckpt", 0, 0, 1000, 3, 0, NULL, 1, 1, 0},
+      {"a single one-token document", "safe", "ckpt", 1, 1, 1, 2, 1, cu_one, 1, 1, 0},
+      {"T=16384 H=8 one document", "softplus", "ckpt", 1, 1, 16384, 8, 0, NULL, 0, 0, 0},
+      {"many short documents (1..200 tokens), h0, dht", "softplus", "states", 1, 1, 8192, 4, nshort, cu_short, 1, 1, 0},
+      {"packed 15945/21845/27746 (layer)", "softplus", "ckpt", 1, 1, 65536, 16, 3, cu_anchor, 0, 1, 0},
+      {"packed 15945/21845/27746 (safe gate)", "safe", "states", 1, 1, 65536, 16, 3, cu_anchor, 0, 1, 0},
+      {"T=32768 H=16 one document", "softplus", "states", 1, 1, 32768, 16, 0, NULL, 0, 0, 0},
+      /* grouped value heads: dq and dk sum over each key head's group */
+      {"GVA H=4 HV=16, docs 1000/1/3095, dht", "softplus", "ckpt", 1, 1, 4096, 4, 3, cu_three, 0, 1, 16},
+      {"GVA H=1 HV=4, h0, dht, external", "external", "states", 0, 0, 1000, 1, 0, NULL, 1, 1, 4},
+      {"GVA H=2 HV=8, safe, docs 77/623", "safe", "states", 1, 1, 700, 2, 2, cu_two, 1, 0, 8},
   };
   int n = (int)(sizeof shapes / sizeof shapes[0]), fails = 0;
   for (int i = 0; i < n; i++) {
@@ -247,18 +257,22 @@ int main(int argc, char **argv) {
   }
   /* ckpt and states compute the same arithmetic (states only keeps what
    * ckpt recomputes): on the same inputs every output is the same bits */
-  static const Shape pair[2] = {
-      {"save modes: ckpt", "softplus", "ckpt", 1, 1, 4096, 4, 3, cu_three, 1, 1},
-      {"save modes: states", "softplus", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1},
+  static const Shape pairs[2][2] = {
+      {{"save modes: ckpt", "softplus", "ckpt", 1, 1, 4096, 4, 3, cu_three, 1, 1, 0},
+       {"save modes: states", "softplus", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1, 0}},
+      {{"save modes, GVA H=2 HV=6: ckpt", "safe", "ckpt", 1, 1, 700, 2, 2, cu_two, 1, 1, 6},
+       {"save modes, GVA H=2 HV=6: states", "safe", "states", 1, 1, 700, 2, 2, cu_two, 1, 1, 6}},
   };
-  uint64_t d[2], seed2 = rng;
-  for (int m = 0; m < 2; m++) {
-    uint64_t r = seed2; /* the same inputs for both */
-    fails += !run_shape(pkg, &pair[m], &r, &d[m]);
+  for (int pi = 0; pi < 2; pi++) {
+    uint64_t d[2], seed2 = rng;
+    for (int m = 0; m < 2; m++) {
+      uint64_t r = seed2; /* the same inputs for both */
+      fails += !run_shape(pkg, &pairs[pi][m], &r, &d[m]);
+    }
+    printf("save modes ckpt and states on the same inputs%s: outputs %s\n", pi ? " (GVA)" : "",
+           d[0] == d[1] ? "bitwise identical  PASS" : "DIFFER  FAIL");
+    fails += d[0] != d[1];
   }
-  printf("save modes ckpt and states on the same inputs: outputs %s\n",
-         d[0] == d[1] ? "bitwise identical  PASS" : "DIFFER  FAIL");
-  fails += d[0] != d[1];
   cake_package_free(pkg);
   printf("test_kda_train: %s (%d failing shape%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
   return fails ? 1 : 0;

@@ -154,7 +154,7 @@ static void dtype_and_shape_errors(void **st) {
 
 static void window_errors(void **st) {
   static const DiagCase cases[] = {
-      {HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[h, c, :]\n}\n",
+      {HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[0, c, :]\n}\n",
        "chunk index used on axis 1 of 'q'"},
       {HEADER "kernel k over (c in chunks, h in H) {\n  a = load q[c, :]\n}\n",
        "'q' has 3 axes, but the window gives 2 indices"},

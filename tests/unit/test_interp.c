@@ -315,6 +315,60 @@ static void decay_gradients(void **st) {
   free(part);
 }
 
+/* A counted loop sums a group of heads in order (x[t, h * G + i] for
+ * i = 0 .. G - 1, G = HV / H), stores inside the loop, a count of 0, and
+ * `require`: dims that break it stop the run with its message. */
+static void counted_loops_and_requirements(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T, H, HV\nconst C = 16\nsequence T, chunk C\n"
+      "require HV % H == 0\n"
+      "in x : f32[T, HV, 4]\n"
+      "out s : f32[T, H, 4]\n"
+      "out w : f32[T, HV, 4]\n"
+      "out z : f32[T, 4]\n"
+      "kernel k over (c in chunks, h in H) {\n"
+      "  acc = load x[c, h * (HV / H), :] * 0.0\n"
+      "  n = 0\n"
+      "  for i in range(HV / H) carry acc, n {\n"
+      "    hv = h * (HV / H) + i\n"
+      "    acc = acc * 2.0 + load x[c, hv, :]\n"
+      "    store w[c, hv, :] = load x[c, hv, :] + (i as f32)\n"
+      "    n = n + 1\n"
+      "  }\n"
+      "  store s[c, h, :] = acc + (n as f32) * 100.0\n"
+      "}\n"
+      "kernel e over (c in chunks) {\n"
+      "  q = load x[c, 0, :] * 0.0 + 5.0\n"
+      "  for i in range(H - HV) carry q {\n"
+      "    q = q + 1.0\n"
+      "  }\n"
+      "  store z[c, :] = q\n"
+      "}\n"
+      "entry fwd = k, e\n");
+  assert_int_equal(p->nrequires, 1);
+  enum { T = 20, H = 2, HV = 6, G = HV / H };
+  static double x[T * HV * 4], s[T * H * 4], w[T * HV * 4], z[T * 4];
+  for (int i = 0; i < T * HV * 4; i++) x[i] = cake_round_f32(urand() - 0.5);
+  long long dims[4] = {T, H, HV, 0};
+  double *tensors[4] = {x, s, w, z};
+  InterpArgs args = {dims, NULL, 1, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  for (int t = 0; t < T; t++)
+    for (int h = 0; h < H; h++)
+      for (int j = 0; j < 4; j++) {
+        double acc = 0;
+        for (int i = 0; i < G; i++) acc = acc * 2 + x[(t * HV + h * G + i) * 4 + j];
+        assert_true(s[(t * H + h) * 4 + j] == cake_round_f32(acc + G * 100.0));
+        for (int i = 0; i < G; i++)
+          assert_true(w[(t * HV + h * G + i) * 4 + j] == cake_round_f32(x[(t * HV + h * G + i) * 4 + j] + i));
+      }
+  for (int i = 0; i < T * 4; i++) assert_true(z[i] == 5.0); /* range(-4): no step */
+  dims[2] = 5;
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), -1);
+  assert_string_equal(err, "dims break 'HV % H == 0' (t.cake:5:9): HV = 5, H = 2");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rounding),
@@ -323,6 +377,7 @@ int main(void) {
       cmocka_unit_test(decay_gradients),
       cmocka_unit_test(scan_over_documents),
       cmocka_unit_test(first_program_matches_reference),
+      cmocka_unit_test(counted_loops_and_requirements),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   arena_free(&g_arena);

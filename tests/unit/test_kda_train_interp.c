@@ -4,7 +4,8 @@
  * and bwd (dq, dk, dv, dg, dbeta, dA_log, ddt_bias, dh0) on small problems:
  * several packings with partial chunks and a one-token document, h0 and an
  * incoming dht, every gate, q/k normalisation and beta logits on and off,
- * both save modes. The spec rounds its matmul operands to bf16, so errors
+ * both save modes, and grouped value heads (GVA: HV value heads over H key
+ * heads; dq and dk sum over each group). The spec rounds its matmul operands to bf16, so errors
  * are fla's ratio RMS(x - ref) / RMS(ref) against bf16-level thresholds. The
  * two save modes run the same arithmetic, so their gradients must agree bit
  * for bit. */
@@ -65,6 +66,7 @@ typedef struct Case {
   double a_log_hi; /* A_log ~ log(uniform(1, a_log_hi)); 0: A_log = 0 */
   int both_modes;  /* run save = ckpt and save = states and compare them */
   const char *save; /* the one mode otherwise */
+  int64_t HV;       /* value heads (GVA); 0: H */
 } Case;
 
 static double ratio(const double *a, const double *b, size_t n) {
@@ -93,9 +95,13 @@ static void run_variant(const Case *cs, const char *save, const Inputs *in, doub
   CirProgram *p = cake_sema(&g_arena, &g_diag, g_ast, &set);
   if (!p) fprintf(stderr, "%s", g_diag.out.data);
   assert_non_null(p);
-  int64_t T = cs->T, H = cs->H, N = cs->ndocs;
+  int64_t T = cs->T, H = cs->H, HV = cs->HV ? cs->HV : cs->H, N = cs->ndocs;
   long long nchunks = cake_interp_chunk_count(p, T, cs->cu, N);
-  long long dims[8] = {T, N, H, nchunks};
+  long long dims[8] = {0};
+  for (int i = 0; i < p->ndims; i++) {
+    const char *n = p->dims[i].name;
+    dims[i] = !strcmp(n, "T") ? T : !strcmp(n, "N") ? N : !strcmp(n, "H") ? H : !strcmp(n, "HV") ? HV : nchunks;
+  }
   double *tensors[64] = {0};
   assert_true(p->ntensors <= 64);
   struct { const char *name; double *data; } ins[] = {
@@ -134,14 +140,17 @@ static void run_variant(const Case *cs, const char *save, const Inputs *in, doub
 }
 
 static void run_case(const Case *cs) {
-  int64_t T = cs->T, H = cs->H, N = cs->ndocs;
-  size_t nqk = (size_t)(T * H * K), nv = (size_t)(T * H * V), ns = (size_t)(N * H * K * V);
-  Inputs in = {calloc(nqk, 8), calloc(nqk, 8), calloc(nv, 8), calloc(nqk, 8), calloc((size_t)(T * H), 8),
-               calloc((size_t)H, 8), calloc((size_t)(H * K), 8), calloc(ns, 8), calloc(nv, 8), calloc(ns, 8)};
+  int64_t T = cs->T, H = cs->H, HV = cs->HV ? cs->HV : cs->H, N = cs->ndocs;
+  size_t nqk = (size_t)(T * H * K), ng = (size_t)(T * HV * K), nv = (size_t)(T * HV * V),
+         ns = (size_t)(N * HV * K * V);
+  Inputs in = {calloc(nqk, 8), calloc(nqk, 8), calloc(nv, 8), calloc(ng, 8), calloc((size_t)(T * HV), 8),
+               calloc((size_t)HV, 8), calloc((size_t)(HV * K), 8), calloc(ns, 8), calloc(nv, 8), calloc(ns, 8)};
   KdaOptions ko = {cs->gate_kind, !strcmp(cs->qk_norm, "true"), !strcmp(cs->beta_logits, "true"), 1.0 / sqrt(K), -5.0};
-  for (size_t i = 0; i < nqk; i++) {
-    in.q[i] = cake_round_bf16(nrand());
-    in.k[i] = cake_round_bf16(nrand());
+  for (size_t i = 0; i < ng; i++) { /* (in the order of the HV = H tests before GVA: the same inputs) */
+    if (i < nqk) {
+      in.q[i] = cake_round_bf16(nrand());
+      in.k[i] = cake_round_bf16(nrand());
+    }
     if (cs->gate_kind == KDA_GATE_EXTERNAL) in.g[i] = cake_round_f32(-log1p(exp(-nrand())) / 4);
     else in.g[i] = cake_round_bf16(nrand() + cs->g_shift);
   }
@@ -154,10 +163,10 @@ static void run_case(const Case *cs) {
         in.k[t * K + c] = cake_round_bf16(in.k[t * K + c] / sqrt(sk));
     }
   for (size_t i = 0; i < nv; i++) in.v[i] = cake_round_bf16(nrand()), in.do_[i] = cake_round_bf16(nrand());
-  for (int64_t i = 0; i < T * H; i++) in.beta[i] = cake_round_bf16(ko.beta_logits ? nrand() : urand());
-  for (int64_t h = 0; h < H; h++)
+  for (int64_t i = 0; i < T * HV; i++) in.beta[i] = cake_round_bf16(ko.beta_logits ? nrand() : urand());
+  for (int64_t h = 0; h < HV; h++)
     in.A_log[h] = cs->a_log_hi > 0 ? cake_round_f32(log(1 + (cs->a_log_hi - 1) * urand())) : 0;
-  for (int64_t i = 0; i < H * K; i++) {
+  for (int64_t i = 0; i < HV * K; i++) {
     double dt = exp(log(0.001) + urand() * (log(0.1) - log(0.001)));
     in.dt_bias[i] = cake_round_f32(dt + log(-expm1(-dt)));
   }
@@ -167,12 +176,13 @@ static void run_case(const Case *cs) {
   int32_t cu32[8];
   for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];
   double *ref[NOUT];
-  size_t ref_n[NOUT] = {nv, ns, nqk, nqk, nv, nqk, (size_t)(T * H), (size_t)H, (size_t)(H * K), ns};
+  size_t ref_n[NOUT] = {nv, ns, nqk, nqk, nv, ng, (size_t)(T * HV), (size_t)HV, (size_t)(HV * K), ns};
   for (int o = 0; o < NOUT; o++) ref[o] = calloc(ref_n[o], 8);
   const double *h0 = cs->with_h0 ? in.h0 : NULL;
-  ref_kda_fwd(&ko, T, H, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, ref[0], ref[1]);
+  ref_kda_fwd_gva(&ko, T, H, HV, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, ref[0],
+                  ref[1]);
   KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
-  ref_kda_bwd(&ko, T, H, H, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, in.do_,
+  ref_kda_bwd(&ko, T, H, HV, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, in.do_,
               cs->with_dht ? in.dht : NULL, &gr);
 
   static const double tol[NOUT] = {0.005, 0.005, 0.008, 0.008, 0.008, 0.02, 0.02, 0.02, 0.02, 0.008};
@@ -181,7 +191,7 @@ static void run_case(const Case *cs) {
   size_t got_n[2][NOUT];
   for (int m = 0; m < (cs->both_modes ? 2 : 1); m++) {
     run_variant(cs, modes[m], &in, got[m], got_n[m]);
-    printf("%-46s %-6s", cs->name, modes[m]);
+    printf("%-52s %-6s", cs->name, modes[m]);
     for (int o = 0; o < NOUT; o++) {
       if (!got[m][o]) continue;
       assert_int_equal(got_n[m][o], ref_n[o]);
@@ -206,43 +216,67 @@ static void run_case(const Case *cs) {
 
 static void safe_gate_h0_dht_both_modes(void **st) {
   Case c = {"safe, norm, logits, h0, dht, docs 1/69/80", "safe", "true", "true", KDA_GATE_SAFE, 150, 2, 3,
-            {0, 1, 70, 150}, 1, 1, 0, 0, 1, NULL};
+            {0, 1, 70, 150}, 1, 1, 0, 0, 1, NULL, 0};
   run_case(&c);
 }
 
 static void safe_gate_at_lower_bound(void **st) {
   Case c = {"safe near its bound (g ~ -5), dht, 1 doc", "safe", "true", "true", KDA_GATE_SAFE, 130, 1, 1,
-            {0, 130}, 0, 1, 8.0, 0, 0, "states"};
+            {0, 130}, 0, 1, 8.0, 0, 0, "states", 0};
   run_case(&c);
 }
 
 static void softplus_gate_strong_decay(void **st) {
   Case c = {"softplus, A_log up to log 16, docs 77/123", "softplus", "true", "true", KDA_GATE_SOFTPLUS, 200, 1, 2,
-            {0, 77, 200}, 0, 0, 1.0, 16, 0, "ckpt"};
+            {0, 77, 200}, 0, 0, 1.0, 16, 0, "ckpt", 0};
   run_case(&c);
 }
 
 static void softplus_no_norm_beta_values(void **st) {
   Case c = {"softplus, no norm, beta values, h0, docs 64/1/65", "softplus", "false", "false", KDA_GATE_SOFTPLUS,
-            130, 1, 3, {0, 64, 65, 130}, 1, 1, 0, 4, 1, NULL};
+            130, 1, 3, {0, 64, 65, 130}, 1, 1, 0, 4, 1, NULL, 0};
   run_case(&c);
 }
 
 static void external_gate_both_modes(void **st) {
   Case c = {"external, no norm, beta values, h0, dht, 2 docs", "external", "false", "false", KDA_GATE_EXTERNAL,
-            190, 1, 2, {0, 64, 190}, 1, 1, 0, 0, 1, NULL};
+            190, 1, 2, {0, 64, 190}, 1, 1, 0, 0, 1, NULL, 0};
   run_case(&c);
 }
 
 static void safe_no_norm_logits(void **st) {
   Case c = {"safe, no norm, logits, 1-token doc first", "safe", "false", "true", KDA_GATE_SAFE, 100, 1, 2,
-            {0, 1, 100}, 0, 1, 0, 8, 0, "ckpt"};
+            {0, 1, 100}, 0, 1, 0, 8, 0, "ckpt", 0};
   run_case(&c);
 }
 
 static void safe_norm_beta_values(void **st) {
   Case c = {"safe, norm, beta values, h0, docs 63/7", "safe", "true", "false", KDA_GATE_SAFE, 70, 2, 2,
-            {0, 63, 70}, 1, 0, 0, 0, 0, "states"};
+            {0, 63, 70}, 1, 0, 0, 0, 0, "states", 0};
+  run_case(&c);
+}
+
+static void gva_h1_hv2_safe_h0_dht_both_modes(void **st) {
+  Case c = {"GVA H=1 HV=2, safe, norm, logits, h0, dht, docs 1/69/80", "safe", "true", "true", KDA_GATE_SAFE, 150, 1,
+            3, {0, 1, 70, 150}, 1, 1, 0, 0, 1, NULL, 2};
+  run_case(&c);
+}
+
+static void gva_h2_hv4_softplus(void **st) {
+  Case c = {"GVA H=2 HV=4, softplus, A_log up to log 16, docs 77/53", "softplus", "true", "true", KDA_GATE_SOFTPLUS,
+            130, 2, 2, {0, 77, 130}, 0, 1, 1.0, 16, 0, "ckpt", 4};
+  run_case(&c);
+}
+
+static void gva_h1_hv3_external_both_modes(void **st) {
+  Case c = {"GVA H=1 HV=3, external, no norm, beta values, h0", "external", "false", "false", KDA_GATE_EXTERNAL, 100, 1,
+            2, {0, 64, 100}, 1, 0, 0, 0, 1, NULL, 3};
+  run_case(&c);
+}
+
+static void gva_h2_hv4_safe_no_norm_beta_values(void **st) {
+  Case c = {"GVA H=2 HV=4, safe near its bound, no norm, beta values", "safe", "false", "false", KDA_GATE_SAFE, 70, 2,
+            2, {0, 1, 70}, 1, 1, 8.0, 0, 0, "states", 4};
   run_case(&c);
 }
 
@@ -251,7 +285,9 @@ int main(void) {
       cmocka_unit_test(safe_gate_h0_dht_both_modes), cmocka_unit_test(safe_gate_at_lower_bound),
       cmocka_unit_test(softplus_gate_strong_decay),  cmocka_unit_test(softplus_no_norm_beta_values),
       cmocka_unit_test(external_gate_both_modes),    cmocka_unit_test(safe_no_norm_logits),
-      cmocka_unit_test(safe_norm_beta_values),
+      cmocka_unit_test(safe_norm_beta_values),      cmocka_unit_test(gva_h1_hv2_safe_h0_dht_both_modes),
+      cmocka_unit_test(gva_h2_hv4_softplus),        cmocka_unit_test(gva_h1_hv3_external_both_modes),
+      cmocka_unit_test(gva_h2_hv4_safe_no_norm_beta_values),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

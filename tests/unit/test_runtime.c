@@ -301,6 +301,7 @@ static void json_reader(void **st) {
   "{'name': 'p', 'variant': 'm=a', 'options': [{'name': 'm', 'value': 'a', 'default': 'a', 'values': ['a', 'b']}],"    \
   " 'dims': [{'name': 'T', 'role': 'tokens'}, {'name': 'H', 'role': 'size'}, {'name': 'N', 'role': 'docs'},"           \
   " {'name': 'chunks', 'role': 'chunks'}], 'chunk': 64,"                                                               \
+  " 'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}],"                                         \
   " 'tensors': [{'name': 'x', 'role': 'in', 'dtype': 'bf16', 'shape': ['T', 'H', 64], 'optional': false},"            \
   " {'name': 'y', 'role': 'out', 'dtype': 'f32', 'shape': ['T', 'H']},"                                                \
   " {'name': 'tmp', 'role': 'temp', 'dtype': 'f32', 'shape': ['T', 'H', 'H']},"                                        \
@@ -491,6 +492,27 @@ static const struct {
     {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'dtype': 'f32'}", "stage 'main': argument 'x' has dtype 'f32'; what it passes is bf16"},
     {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'shape': ['T', 'H', 32]}", "stage 'main': argument 'x' has another shape than its tensor"},
     {"{'kind': 'parameter', 'name': 'scale'}", "{'kind': 'parameter', 'name': 'scale', 'dtype': 'i32'}", "argument 'scale' has dtype 'i32'; what it passes is f32"},
+    /* requirements: each a text, a location, and an expression over the program's dims */
+    {"'requires': [", "'requires': 5, 'x': [", "program 'p' (m=a): 'requires' must be an array, not a number"},
+    {"'requires': [{", "'requires': [7, {", "requires[0]: must be an object, not a number"},
+    {"'text': 'H >= 0', ", "", "requires[0]: 'text' is missing"},
+    {"'text': 'H >= 0'", "'text': ''", "requires[0]: 'text' is empty"},
+    {"'loc': 'p.cake:3:9'", "'loc': 3", "requires[0]: 'loc' must be a string, not a number"},
+    {"'text': 'H >= 0'", "'text': 'H %\\t2'", "requires[0]: 'text' holds a character that is not printable ASCII"},
+    {"'expr': 'H >= 0'", "'expr': 'X % 2 == 0'", "requires[0]: 'expr' is not a requirement over the program's dims: 'X' is not a dim of the program"},
+    {"'expr': 'H >= 0'", "'expr': 'H % 2'", "the expression is an integer; a requirement is a comparison"},
+    {"'expr': 'H >= 0'", "'expr': 'H %'", "'expr' is not a requirement over the program's dims: an operand is missing at the end"},
+    {"'expr': 'H >= 0'", "'expr': 'H % 2 == 0 )'", "unexpected ')' after the expression"},
+    {"'expr': 'H >= 0'", "'expr': '(H % 2 == 0'", "expected ')' at 'the end'"},
+    {"'expr': 'H >= 0'", "'expr': '0 < H < 4'", "comparisons do not chain; combine them with && or ||"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 99999999999999999999'", "an integer does not fit in 64 bits"},
+    {"'expr': 'H >= 0'", "'expr': 'H + (H > 1) == 2'", "'+' takes integers, not a comparison's result"},
+    {"'expr': 'H >= 0'", "'expr': 'H && T'", "'&&' takes comparisons (booleans), not integers"},
+    {"'expr': 'H >= 0'", "'expr': '!H'", "'!' takes comparisons (booleans), not integers"},
+    {"'expr': 'H >= 0'", "'expr': 'H = 2'", "unexpected '= 2' after the expression"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2 & T == 1'", "unexpected '& T == 1' after the expression"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2x'", "a name cannot start with a digit"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2.5'", "unexpected '.5' after the expression"},
     /* the JSON itself */
     {"'chunk': 64", "'chunk': 1e999", "bad number"},
     {"'chunk': 64", "'chunk': 064", "is not valid JSON"},
@@ -516,6 +538,142 @@ static void manifest_values_are_validated(void **st) {
                bad_manifests[i].msg);
     assert_null(pkg);
   }
+}
+
+/* Requirements the loader cannot hold: too many, too long, too deep. */
+static void oversized_requirements_are_rejected(void **st) {
+  const char *one = "{'text': 'H > 0', 'expr': 'H > 0', 'loc': 'p.cake:3:9'}";
+  char *many = malloc(65 * 80 + 64);
+  strcpy(many, "'requires': [");
+  for (int i = 0; i < 65; i++) {
+    strcat(many, i ? ", " : "");
+    strcat(many, one);
+  }
+  strcat(many, "],");
+  char *m = replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}],", many);
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "program 'p' (m=a): 65 requirements; at most 64 are supported"));
+  free(m), free(many);
+  /* a text of 1025 characters */
+  char *big = malloc(1200), *edit = malloc(1300);
+  memset(big, 0, 1200);
+  strcpy(big, "H == 1");
+  while (strlen(big) < 1025) strcat(big, " ");
+  big[1025] = 0;
+  snprintf(edit, 1300, "'text': '%s'", big);
+  m = replaced(SYNTH, "'text': 'H >= 0'", edit);
+  assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "requires[0]: 'text' has 1025 characters; at most 1024"));
+  free(m);
+  snprintf(edit, 1300, "'expr': '%s'", big);
+  m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+  assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' has 1025 characters; at most 1024"));
+  free(m);
+  /* 65 levels of parentheses, and 65 of unary operators: too deep (no stack exhaustion) */
+  for (int kind = 0; kind < 2; kind++) {
+    char expr[400] = "";
+    for (int i = 0; i < 65; i++) strcat(expr, kind ? "!" : "(");
+    strcat(expr, "H == 1");
+    for (int i = 0; kind == 0 && i < 65; i++) strcat(expr, ")");
+    snprintf(edit, 1300, "'expr': '%s'", expr);
+    m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+    assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
+    assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' is not a requirement over the program's dims: "
+                                              "nested more than 64 levels deep"));
+    free(m);
+  }
+  /* 64 levels are fine */
+  char expr[400] = "";
+  for (int i = 0; i < 64; i++) strcat(expr, "(");
+  strcat(expr, "H == 2");
+  for (int i = 0; i < 64; i++) strcat(expr, ")");
+  snprintf(edit, 1300, "'expr': '%s'", expr);
+  m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  cake_package_free(pkg);
+  free(m), free(big), free(edit);
+}
+
+/* A plan whose dims break a requirement fails to finalize, naming it, where
+ * it is and the dims it reads; a division or remainder by zero makes it
+ * false with the reason, never a crash. */
+static void requirements_are_checked_at_finalize(void **st) {
+  char *m = replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}]",
+                     "'requires': [{'text': 'H % 2 == 0', 'expr': 'H % 2 == 0', 'loc': 'p.cake:3:9'}, "
+                     "{'text': 'T % (H * C) == 0 || N > 1', 'expr': 'T % (H * 4) == 0 || N > 1', 'loc': 'p.cake:4:9'}, "
+                     "{'text': 'T / H >= -9223372036854775807 - 1', 'expr': 'T / H >= -9223372036854775807 - 1', "
+                     "'loc': 'p.cake:5:9'}]");
+  cake_package *pkg;
+  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  free(m);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "p", &p), CAKE_OK);
+  assert_int_equal(p->nrequires, 3);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 100);
+  cake_plan_set_dim(plan, "H", 3);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "dims break 'H % 2 == 0' (p.cake:3:9): H = 3");
+  size_t ws;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_ERR_PLAN); /* not finalized */
+  cake_plan_set_dim(plan, "H", 2);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN); /* 100 % 8 != 0 and one document */
+  assert_string_equal(cake_last_error(), "dims break 'T % (H * C) == 0 || N > 1' (p.cake:4:9): T = 100, H = 2, N = 1");
+  int32_t cu[3] = {0, 40, 100};
+  assert_int_equal(cake_plan_set_docs(plan, cu, 2), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK); /* N = 2 */
+  cake_plan_set_dim(plan, "H", 0);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN); /* 0 % 2 == 0; then T % 0: false, with the reason */
+  assert_string_equal(cake_last_error(),
+                      "dims break 'T % (H * C) == 0 || N > 1' (p.cake:4:9): T = 100, H = 0, N = 2 (a remainder by zero)");
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* A compiled spec's `require` reaches the manifest with its text and place,
+ * and a plan of dims that break it fails to finalize with its message. */
+static void compiled_requirement_is_enforced(void **st) {
+  static const char spec[] =
+      "program gva\n"
+      "dim T, H, HV\n"
+      "const C = 16\n"
+      "sequence T, chunk C\n"
+      "require HV % H == 0 && HV >= H\n"
+      "in  x : f32[T, H, 16]\n"
+      "out y : f32[T, HV, 16]\n"
+      "kernel k over (c in chunks, h in HV) {\n"
+      "  store y[c, h, :] = load x[c, h / (HV / H), :]\n"
+      "}\n"
+      "entry fwd = k\n";
+  char dir[700];
+  snprintf(dir, sizeof dir, "%.*s/gva-pkg", (int)(strlen(g_pkg) - 4), g_pkg);
+  cake_source src = {"specs/gva.cake", spec};
+  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = dir};
+  cake_result *r;
+  int rc = cake_compile(&src, 1, &opt, &r);
+  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
+  cake_result_free(r);
+  assert_int_equal(rc, 0);
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "gva", &p), CAKE_OK);
+  assert_int_equal(p->nrequires, 1);
+  assert_string_equal(p->requires[0].loc, "gva.cake:5:9");
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 64);
+  cake_plan_set_dim(plan, "H", 2);
+  cake_plan_set_dim(plan, "HV", 3);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "dims break 'HV % H == 0 && HV >= H' (gva.cake:5:9): HV = 3, H = 2");
+  cake_plan_set_dim(plan, "HV", 8);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
 }
 
 /* Programs of one name are variants with distinct option values. */
@@ -770,7 +928,7 @@ static void null_and_out_of_range_arguments(void **st) {
   assert_string_equal(cake_last_error(), "binding 1 has no name");
   assert_int_equal(cake_launch(NULL, "fwd", b, 2, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
   /* the KDA entry points and the device queries */
-  cake_kda_options o = {"safe", 1, 1, 0, 0, 0};
+  cake_kda_options o = {"safe", 1, 1, 0, 0, 0, 0};
   cake_plan *kp;
   assert_int_equal(cake_kda_plan(NULL, &o, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
   assert_int_equal(cake_kda_plan(pkg, NULL, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
@@ -869,7 +1027,7 @@ static void sizes_never_wrap(void **st) {
   /* cake_kda_plan checks T, H and ndocs before computing with them (F13) */
   cake_package *pkg;
   assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK);
-  cake_kda_options o = {"safe", 1, 1, 0, 0, 0};
+  cake_kda_options o = {"safe", 1, 1, 0, 0, 0, 0};
   cake_plan *plan = (cake_plan *)&g_seq;
   int32_t cu[2] = {0, 128};
   assert_int_equal(cake_kda_plan(pkg, &o, 128, INT64_MAX, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
@@ -889,21 +1047,23 @@ static void kda_options_are_validated(void **st) {
     cake_kda_options o;
     const char *msg;
   } cases[] = {
-      {{"safe", 1, 1, 0, 0, 7}, "KDA vblock is 7; expected 16, 32 or 0 (chosen from the problem)"},
-      {{"safe", 1, 1, 0, 0, -16}, "KDA vblock is -16; expected 16, 32 or 0 (chosen from the problem)"},
-      {{"safe", 1, 1, NAN, 0, 0}, "KDA scale is nan; expected a finite value (0: 1/sqrt(K))"},
-      {{"safe", 1, 1, INFINITY, 0, 0}, "KDA scale is inf; expected a finite value (0: 1/sqrt(K))"},
-      {{"safe", 1, 1, 0, 5, 0}, "KDA lower_bound is 5; expected a negative value (0: -5)"},
-      {{"safe", 1, 1, 0, NAN, 0}, "KDA lower_bound is nan; expected a negative value (0: -5)"},
-      {{"safe", 1, 1, 0, -INFINITY, 0}, "KDA lower_bound is -inf; expected a negative value (0: -5)"},
-      {{"nope", 1, 1, 0, 0, 0}, "unknown KDA gate 'nope' (safe, softplus or external)"},
+      {{"safe", 1, 1, 0, 0, 7, 0}, "KDA vblock is 7; expected 16, 32 or 0 (chosen from the problem)"},
+      {{"safe", 1, 1, 0, 0, -16, 0}, "KDA vblock is -16; expected 16, 32 or 0 (chosen from the problem)"},
+      {{"safe", 1, 1, NAN, 0, 0, 0}, "KDA scale is nan; expected a finite value (0: 1/sqrt(K))"},
+      {{"safe", 1, 1, INFINITY, 0, 0, 0}, "KDA scale is inf; expected a finite value (0: 1/sqrt(K))"},
+      {{"safe", 1, 1, 0, 5, 0, 0}, "KDA lower_bound is 5; expected a negative value (0: -5)"},
+      {{"safe", 1, 1, 0, NAN, 0, 0}, "KDA lower_bound is nan; expected a negative value (0: -5)"},
+      {{"safe", 1, 1, 0, -INFINITY, 0, 0}, "KDA lower_bound is -inf; expected a negative value (0: -5)"},
+      {{"nope", 1, 1, 0, 0, 0, 0}, "unknown KDA gate 'nope' (safe, softplus or external)"},
+      {{"safe", 1, 1, 0, 0, 0, -4}, "dim HV = -4 is out of range [0, 2^31)"},
+      {{"safe", 1, 1, 0, 0, 0, (int64_t)1 << 40}, "dim HV = 1099511627776 is out of range [0, 2^31)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     cake_plan *plan;
     assert_int_equal(cake_kda_plan(pkg, &cases[i].o, 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
     assert_string_equal(cake_last_error(), cases[i].msg);
   }
-  cake_kda_options ok = {"safe", 1, 1, 0.125, -3, 32};
+  cake_kda_options ok = {"safe", 1, 1, 0.125, -3, 32, 0};
   cake_plan *plan;
   assert_int_equal(cake_kda_plan(pkg, &ok, 128, 2, NULL, 0, &plan), CAKE_ERR_NOT_FOUND); /* valid; no such program here */
   assert_string_equal(cake_last_error(), "the package has no program 'kda_fwd'");
@@ -914,7 +1074,7 @@ static void kda_options_are_validated(void **st) {
 static void kda_train_options_are_validated(void **st) {
   cake_package *pkg;
   assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK); /* no kda_train: arguments are checked first */
-  cake_kda_options o = {"softplus", 1, 1, 0, 0, 0};
+  cake_kda_options o = {"softplus", 1, 1, 0, 0, 0, 0};
   cake_plan *plan = (cake_plan *)&o;
   assert_int_equal(cake_kda_train_plan(NULL, &o, "ckpt", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
   assert_null(plan);
@@ -1101,6 +1261,8 @@ int main(void) {
       cmocka_unit_test(sha256_matches_openssl), cmocka_unit_test(json_reader),
       cmocka_unit_test(out_of_memory_paths),  cmocka_unit_test(variants_by_options),
       cmocka_unit_test(synthetic_package_loads_and_plans), cmocka_unit_test(manifest_values_are_validated),
+      cmocka_unit_test(oversized_requirements_are_rejected), cmocka_unit_test(requirements_are_checked_at_finalize),
+      cmocka_unit_test(compiled_requirement_is_enforced),
       cmocka_unit_test(duplicate_programs_are_rejected), cmocka_unit_test(audit_manifests),
       cmocka_unit_test(missing_file_names_its_cause), cmocka_unit_test(files_stay_inside_the_package),
       cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),

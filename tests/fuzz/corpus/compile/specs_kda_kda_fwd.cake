@@ -5,7 +5,8 @@ option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
 option vblock = v32 in (v32, v16)
 
-dim   T, N, H
+dim   T, N, H, HV                     // tokens, documents, key heads, value heads
+require HV % H == 0
 const K = 128, V = 128, C = 64
 if vblock == v16 {
   const BV = 16
@@ -18,27 +19,28 @@ param scale : f32 = rsqrt(K)
 param lower_bound : f32 = -5.0
 
 in  q, k : bf16[T, H, K]
-in  v    : bf16[T, H, V]
+in  v    : bf16[T, HV, V]
 if gate == external {
-  in g : f32[T, H, K]                 // the log-decay
+  in g : f32[T, HV, K]                // the log-decay
 } else {
-  in g : bf16[T, H, K]                // the raw gate
-  in A_log : f32[H]
-  in dt_bias : f32[H, K]
+  in g : bf16[T, HV, K]               // the raw gate
+  in A_log : f32[HV]
+  in dt_bias : f32[HV, K]
 }
-in  beta : bf16[T, H]                 // logits or values (option beta_logits)
-in  h0   : f32[N, H, K, V] optional   // initial state per document
-out o    : bf16[T, H, V]
-out ht   : f32[N, H, K, V] optional   // final state per document
+in  beta : bf16[T, HV]                // logits or values (option beta_logits)
+in  h0   : f32[N, HV, K, V] optional  // initial state per document
+out o    : bf16[T, HV, V]
+out ht   : f32[N, HV, K, V] optional  // final state per document
 
-temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(G_C - G)
-temp u  : bf16[T, H, V]               // U~
-temp pq : bf16[T, H, C]               // scale P
-temp gx : f32[chunks, H, K]           // exp(G_C), the chunk's state decay
+temp w, qg, kd : bf16[T, HV, K]       // W;  scale Q exp(G);  K exp(G_C - G)
+temp u  : bf16[T, HV, V]              // U~
+temp pq : bf16[T, HV, C]              // scale P
+temp gx : f32[chunks, HV, K]          // exp(G_C), the chunk's state decay
 
-kernel prep over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
+kernel prep over (c in chunks, h in HV) threads 256 {
+  hk = h / (HV / H)                   // the key head of value head h
+  qraw = load q[c, hk, :]
+  kraw = load k[c, hk, :]
   if qk_norm {
     qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
     kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
@@ -72,7 +74,7 @@ kernel prep over (c in chunks, h in H) threads 256 {
   store gx[c, h, :] = exp(gl)
 }
 
-kernel chain over (n in docs, h in H, j in V / BV) {
+kernel chain over (n in docs, h in HV, j in V / BV) {
   S = load h0[n, h, :, j] or 0
   for c in chunks(n) carry S {
     Sb = S as bf16

@@ -5,7 +5,8 @@ option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
 option save = ckpt in (ckpt, states)
 
-dim   T, N, H
+dim   T, N, H, HV                     // tokens, documents, key heads, value heads
+require HV % H == 0
 const K = 128, V = 128, C = 64, BV = 32
 sequence T, docs N, chunk C
 
@@ -13,57 +14,58 @@ param scale : f32 = rsqrt(K)
 param lower_bound : f32 = -5.0
 
 in  q, k : bf16[T, H, K]
-in  v    : bf16[T, H, V]
+in  v    : bf16[T, HV, V]
 if gate == external {
-  in g : f32[T, H, K]                 // the log-decay
+  in g : f32[T, HV, K]                // the log-decay
 } else {
-  in g : bf16[T, H, K]                // the raw gate
-  in A_log : f32[H]
-  in dt_bias : f32[H, K]
+  in g : bf16[T, HV, K]               // the raw gate
+  in A_log : f32[HV]
+  in dt_bias : f32[HV, K]
 }
-in  beta : bf16[T, H]                 // logits or values (option beta_logits)
-in  h0   : f32[N, H, K, V] optional   // initial state per document
-out o    : bf16[T, H, V]
-out ht   : f32[N, H, K, V] optional   // final state per document
+in  beta : bf16[T, HV]                // logits or values (option beta_logits)
+in  h0   : f32[N, HV, K, V] optional  // initial state per document
+out o    : bf16[T, HV, V]
+out ht   : f32[N, HV, K, V] optional  // final state per document
 
-in  do   : bf16[T, H, V]              // dL/do
-in  dht  : f32[N, H, K, V] optional   // dL/dht
-out dq, dk : bf16[T, H, K]            // w.r.t. the raw q, k
-out dv   : bf16[T, H, V]
-out dg   : f32[T, H, K]               // w.r.t. the raw gate (or the log-decay when external)
-out dbeta : f32[T, H]                 // w.r.t. the logits (or the values)
-out dh0  : f32[N, H, K, V] optional   // w.r.t. h0 (or the zero initial state)
+in  do   : bf16[T, HV, V]             // dL/do
+in  dht  : f32[N, HV, K, V] optional  // dL/dht
+out dq, dk : bf16[T, H, K]            // w.r.t. the raw q, k (summed over each group)
+out dv   : bf16[T, HV, V]
+out dg   : f32[T, HV, K]              // w.r.t. the raw gate (or the log-decay when external)
+out dbeta : f32[T, HV]                // w.r.t. the logits (or the values)
+out dh0  : f32[N, HV, K, V] optional  // w.r.t. h0 (or the zero initial state)
 if gate != external {
-  out dA_log : f32[H]
-  out ddt_bias : f32[H, K]
+  out dA_log : f32[HV]
+  out ddt_bias : f32[HV, K]
 }
 
 if save == states {
-  save hs : f32[chunks, H, K, V]
+  save hs : f32[chunks, HV, K, V]
 } else {
-  temp hs : f32[chunks, H, K, V]
+  temp hs : f32[chunks, HV, K, V]
 }
 
-temp w, qg, kd : bf16[T, H, K]        // W;  scale Q exp(G);  K exp(gl - G)
-temp u  : bf16[T, H, V]               // U~
-temp pq : bf16[T, H, C]               // scale D
-temp gx : f32[chunks, H, K]           // exp(gl), the chunk's state decay
-temp vn : bf16[T, H, V]               // U
-temp du : bf16[T, H, V]               // dU
-temp dhs : f32[chunks, H, K, V]       // dS' of every chunk
-temp dqs, dkds, dxs, dgs : f32[T, H, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
-temp dws : bf16[T, H, K]              // -dW = dU S0^T
-temp dds, dkks, kks : f32[T, H, C]    // dD;  dKK;  KK
-temp xs : bf16[T, H, K]               // X
-temp dbs, dbs2 : f32[T, H]            // dbeta w.r.t. the beta value: without, with the X term
-temp dk1s, dg1s, dgf : f32[T, H, K]   // dk and dG without the KK terms;  dG
-temp pgs, dgls : f32[chunks, H, K]    // dgl's state term;  dgl
-temp pda : f32[chunks, H]             // per-chunk partial sums of dA_log
-temp pdt : f32[chunks, H, K]          // and of ddt_bias
+temp w, qg, kd : bf16[T, HV, K]       // W;  scale Q exp(G);  K exp(gl - G)
+temp u  : bf16[T, HV, V]              // U~
+temp pq : bf16[T, HV, C]              // scale D
+temp gx : f32[chunks, HV, K]          // exp(gl), the chunk's state decay
+temp vn : bf16[T, HV, V]              // U
+temp du : bf16[T, HV, V]              // dU
+temp dhs : f32[chunks, HV, K, V]      // dS' of every chunk
+temp dqs, dkds, dxs, dgs : f32[T, HV, K] // dQg = dO S0^T;  dKd = U dS'^T;  dX;  dG's q part
+temp dws : bf16[T, HV, K]             // -dW = dU S0^T
+temp dds, dkks, kks : f32[T, HV, C]   // dD;  dKK;  KK
+temp xs : bf16[T, HV, K]              // X
+temp dbs, dbs2 : f32[T, HV]           // dbeta w.r.t. the beta value: without, with the X term
+temp dk1s, dg1s, dgf : f32[T, HV, K]  // dk and dG without the KK terms;  dG
+temp pgs, dgls : f32[chunks, HV, K]   // dgl's state term;  dgl
+temp pda : f32[chunks, HV]            // per-chunk partial sums of dA_log
+temp pdt : f32[chunks, HV, K]         // and of ddt_bias
 
-kernel prep over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
+kernel prep over (c in chunks, h in HV) threads 256 {
+  hk = h / (HV / H)                   // the key head of value head h
+  qraw = load q[c, hk, :]
+  kraw = load k[c, hk, :]
   if qk_norm {
     qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
     kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
@@ -97,9 +99,10 @@ kernel prep over (c in chunks, h in H) threads 256 {
   store gx[c, h, :] = exp(gl)
 }
 
-kernel bprep over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
+kernel bprep over (c in chunks, h in HV) threads 256 {
+  hk = h / (HV / H)
+  qraw = load q[c, hk, :]
+  kraw = load k[c, hk, :]
   if qk_norm {
     qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
     kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
@@ -136,7 +139,7 @@ kernel bprep over (c in chunks, h in H) threads 256 {
   store gx[c, h, :] = exp(gl)
 }
 
-kernel chain over (n in docs, h in H, j in V / BV) {
+kernel chain over (n in docs, h in HV, j in V / BV) {
   S = load h0[n, h, :, j] or 0
   for c in chunks(n) carry S {
     if save == states {
@@ -152,7 +155,7 @@ kernel chain over (n in docs, h in H, j in V / BV) {
 }
 
 if save == ckpt {
-  kernel states over (n in docs, h in H, j in V / BV) {
+  kernel states over (n in docs, h in HV, j in V / BV) {
     S = load h0[n, h, :, j] or 0
     for c in chunks(n) carry S {
       store hs[c, h, :, j] = S
@@ -162,7 +165,7 @@ if save == ckpt {
   }
 }
 
-kernel dchain over (n in docs, h in H, j in V / BV) {
+kernel dchain over (n in docs, h in HV, j in V / BV) {
   dS = load dht[n, h, :, j] or 0
   for c in reverse chunks(n) carry dS {
     store dhs[c, h, :, j] = dS
@@ -176,20 +179,20 @@ kernel dchain over (n in docs, h in H, j in V / BV) {
   store dh0[n, h, :, j] = dS
 }
 
-kernel dstate over (c in chunks, h in H) threads 256 {
+kernel dstate over (c in chunks, h in HV) threads 256 {
   S0b = load hs[c, h, :, :] as bf16
   store dqs[c, h, :] = load do[c, h, :] @ S0b.T                      // dQg
   store dws[c, h, :] = (load du[c, h, :] @ S0b.T) as bf16   // -dW
   store dds[c, h, :] = tril(load do[c, h, :] @ (load vn[c, h, :]).T) * scale  // dD
 }
 
-kernel dnext over (c in chunks, h in H) threads 256 {
+kernel dnext over (c in chunks, h in HV) threads 256 {
   dSn = load dhs[c, h, :, :]
   store dkds[c, h, :] = load vn[c, h, :] @ (dSn as bf16).T           // dKd
   store pgs[c, h, :] = load gx[c, h, :] * sum(load hs[c, h, :, :] * dSn, 1)  // dgl's state term
 }
 
-kernel dsolve over (c in chunks, h in H) threads 256 {
+kernel dsolve over (c in chunks, h in HV) threads 256 {
   if beta_logits {
     b = sigmoid(load beta[c, h])
   } else {
@@ -220,31 +223,36 @@ kernel dqg over (c in chunks, h in H) threads 256 {
     qn = qraw as f32
     kn = kraw as f32
   }
-  graw = load g[c, h, :]
-  if gate == safe {
-    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
-  } else if gate == softplus {
-    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
-  } else {
-    gt = graw
+  dqn = qn * 0.0
+  for i in range(HV / H) carry dqn {
+    hv = h * (HV / H) + i             // the group's value heads, in order
+    graw = load g[c, hv, :]
+    if gate == safe {
+      gt = lower_bound * sigmoid(exp(load A_log[hv]) * (graw + load dt_bias[hv, :][None, :]))
+    } else if gate == softplus {
+      gt = -exp(load A_log[hv]) * softplus(graw + load dt_bias[hv, :][None, :])
+    } else {
+      gt = graw
+    }
+    G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+    eg = exp(G)
+    dQg = load dqs[c, hv, :]
+    dqD = decay_mm(load dds[c, hv, :], kn, G)
+    dqn = dqn + (scale * eg * dQg + dqD)
+    store dgs[c, hv, :] = qn * (scale * eg * dQg + dqD)
   }
-  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
-  eg = exp(G)
-  dQg = load dqs[c, h, :]
-  dqD = decay_mm(load dds[c, h, :], kn, G)
-  dqn = scale * eg * dQg + dqD
   if qk_norm {
     qrs = rsqrt(sum(qraw * qraw, 1) + 1e-6)
     store dq[c, h, :] = (qrs[:, None] * (dqn - qn * sum(dqn * qn, 1)[:, None])) as bf16
   } else {
     store dq[c, h, :] = dqn as bf16
   }
-  store dgs[c, h, :] = qn * (scale * eg * dQg + dqD)
 }
 
-kernel dkp over (c in chunks, h in H) threads 256 {
-  qraw = load q[c, h, :]
-  kraw = load k[c, h, :]
+kernel dkp over (c in chunks, h in HV) threads 256 {
+  hk = h / (HV / H)
+  qraw = load q[c, hk, :]
+  kraw = load k[c, hk, :]
   if qk_norm {
     qn = qraw * rsqrt(sum(qraw * qraw, 1) + 1e-6)[:, None]
     kn = kraw * rsqrt(sum(kraw * kraw, 1) + 1e-6)[:, None]
@@ -286,28 +294,32 @@ kernel dka over (c in chunks, h in H) threads 256 {
   } else {
     kn = kraw as f32
   }
-  graw = load g[c, h, :]
-  if gate == safe {
-    gt = lower_bound * sigmoid(exp(load A_log[h]) * (graw + load dt_bias[h, :][None, :]))
-  } else if gate == softplus {
-    gt = -exp(load A_log[h]) * softplus(graw + load dt_bias[h, :][None, :])
-  } else {
-    gt = graw
+  dkn = kn * 0.0
+  for i in range(HV / H) carry dkn {
+    hv = h * (HV / H) + i
+    graw = load g[c, hv, :]
+    if gate == safe {
+      gt = lower_bound * sigmoid(exp(load A_log[hv]) * (graw + load dt_bias[hv, :][None, :]))
+    } else if gate == softplus {
+      gt = -exp(load A_log[hv]) * softplus(graw + load dt_bias[hv, :][None, :])
+    } else {
+      gt = graw
+    }
+    G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
+    dKK = load dkks[c, hv, :]
+    dkA = decay_mm(dKK, kn, G)
+    dkAt = decay_mm_t(dKK, kn, G)
+    dkn = dkn + (load dk1s[c, hv, :] + dkA + dkAt)
+    store dgf[c, hv, :] = load dg1s[c, hv, :] + kn * (dkA - dkAt)
   }
-  G = cumsum(where(valid(c)[:, None], gt, 0.0), 0)
-  dKK = load dkks[c, h, :]
-  dkA = decay_mm(dKK, kn, G)
-  dkAt = decay_mm_t(dKK, kn, G)
-  dkn = load dk1s[c, h, :] + dkA + dkAt
   if qk_norm {
     store dk[c, h, :] = (krs[:, None] * (dkn - kn * sum(dkn * kn, 1)[:, None])) as bf16
   } else {
     store dk[c, h, :] = dkn as bf16
   }
-  store dgf[c, h, :] = load dg1s[c, h, :] + kn * (dkA - dkAt)
 }
 
-kernel dgate1 over (c in chunks, h in H) threads 256 {
+kernel dgate1 over (c in chunks, h in HV) threads 256 {
   dgt = where(valid(c)[:, None], rcumsum(load dgf[c, h, :], 0) + load dgls[c, h, :][None, :], 0.0)
   db = load dbs2[c, h]
   if beta_logits {
@@ -338,7 +350,7 @@ kernel dgate1 over (c in chunks, h in H) threads 256 {
 }
 
 if gate != external {
-  kernel dgate over (h in H) {
+  kernel dgate over (h in HV) {
     sa = 0.0
     st = load dt_bias[h, :] * 0.0
     for c in chunks carry sa, st {

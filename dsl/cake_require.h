@@ -1,0 +1,46 @@
+/* cake_require.h - the evaluator of `require` expressions, shared by the
+ * compiler (sema checks what it writes to the manifest with it; the CPU
+ * interpreter checks a run's dims) and the runtime (it validates the
+ * manifest's "requires" with it and checks a plan's dims when it is
+ * finalized). Plain C, no allocation, no dependency beyond libc.
+ *
+ * The text is the canonical form the compiler writes ("expr" in the
+ * manifest): integers, dim names, parentheses, and the operators of Cake
+ * with their precedence, loosest first:
+ *   ||    &&    < <= > >= == != (not chained)    + -    * / %    unary - !
+ * Integers and dims are int64; `+ - * / %` are checked (an overflow, a
+ * division or remainder by zero makes the whole requirement false, with the
+ * reason in the message, never a crash); `/` truncates and `%` takes the
+ * dividend's sign. Comparisons give booleans; `! && ||` take booleans and
+ * `&&`, `||` short-circuit (so `H > 0 && HV % H == 0` is simply false for
+ * H = 0). The whole expression must be a boolean. At most
+ * CAKE_MAX_REQUIRE_TEXT characters and CAKE_MAX_REQUIRE_DEPTH levels of
+ * nesting (cake_limits.h). */
+#ifndef CAKE_REQUIRE_H
+#define CAKE_REQUIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cake_limits.h"
+
+/* The value of the dim `name` (`len` characters, not NUL-terminated): 1
+ * when the name is a dim (then *value is set), 0 when it is not. */
+typedef int (*cake_require_lookup)(void *ctx, const char *name, size_t len, int64_t *value);
+
+enum { CAKE_REQUIRE_BAD = -1, CAKE_REQUIRE_FALSE = 0, CAKE_REQUIRE_TRUE = 1 };
+
+/* Parses `expr` and, when `evaluate` is set, evaluates it with the values
+ * `lookup` gives (without it the values are not used: only the form and the
+ * names are checked). Returns
+ *   CAKE_REQUIRE_TRUE   it holds;
+ *   CAKE_REQUIRE_FALSE  it does not: `msg` lists the dims it names with
+ *                       their values ("HV = 3, H = 2"), then the reason
+ *                       when an operation failed ("... (a remainder by zero)");
+ *   CAKE_REQUIRE_BAD    the text is malformed, names something that is not
+ *                       a dim, or is too long or too deep: `msg` says what.
+ * `msg` may be NULL. */
+int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
+                      size_t msglen);
+
+#endif
