@@ -238,7 +238,7 @@ static void use_package(const cake_package *pkg, const cJSON *m) {
   (void)cake_package_program_name(pkg, -1);
   static const char *gates[] = {"safe", "softplus", "external"};
   for (int g = 0; g < 3; g++) {
-    cake_kda_options o = {gates[g], g != 1, 1, 0, 0, 0};
+    cake_kda_options o = {.gate = gates[g], .qk_norm = g != 1, .beta_logits = 1, .hv = g == 1 ? 4 : 0};
     int32_t cu[3] = {0, 64, 200};
     cake_plan *plan = NULL;
     if (cake_kda_plan(pkg, &o, 200, 2, g == 2 ? cu : NULL, 2, &plan) == CAKE_OK) cake_plan_free(plan);
