@@ -67,7 +67,11 @@ void kernel_binary_free(KernelBinary *kb);
 /* CPU seconds used so far by the tools (ptxas, fatbinary) this process ran. */
 double backend_tool_seconds(void);
 
-/* The targets the backend knows, and the PTX target LLVM uses for each. */
+/* The targets the backend knows (lowering/target.h): the PTX target LLVM
+ * uses for each, the code-generation path its kernels take (NULL for an
+ * unknown target), and a table of them all. */
 const char *backend_ptx_target(const char *target);
+const char *backend_target_path(const char *target);
+void backend_describe_targets(Buf *out);
 
 #endif

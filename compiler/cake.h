@@ -53,6 +53,10 @@ void cake_result_free(cake_result *r);
 
 const char *cake_version(void);
 const char *cake_default_archs(void);
+/* The targets --arch accepts, one line each: the PTX target, shared memory
+ * per block and per multiprocessor, registers, the code-generation path its
+ * kernels take and the features the compiler knows it has. Static text. */
+const char *cake_target_table(void);
 
 #ifdef __cplusplus
 }

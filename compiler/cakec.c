@@ -22,6 +22,7 @@ static void usage(FILE *f) {
           "  --cache-dir=DIR  reuse compiled kernels from DIR and add new ones (default: $CAKE_CACHE_DIR;\n"
           "                 unset: no cache; --cache-dir= turns it off)\n"
           "  --time         say where the time went (a note on stderr)\n"
+          "  --targets      list the targets: limits, code-generation path, features\n"
           "  --version      print the compiler version\n",
           cake_default_archs());
 }
@@ -72,7 +73,12 @@ int main(int argc, char **argv) {
     } else if (!strncmp(a, "--cache-dir=", 12)) opt.cache_dir = a + 12;
     else if (!strcmp(a, "--cache-dir") && i + 1 < argc) opt.cache_dir = argv[++i];
     else if (!strcmp(a, "--time")) opt.timing = 1;
-    else if (!strcmp(a, "--version")) {
+    else if (!strcmp(a, "--targets")) {
+      fputs(cake_target_table(), stdout);
+      free(srcs);
+      free(options);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
       printf("%s\n", cake_version());
       free(srcs);
       return 0;

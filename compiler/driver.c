@@ -20,6 +20,7 @@
  * does not depend on the number of jobs or on the cache. */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,22 @@ static cake_result oom_result = {"cakec: error: out of memory\n", NULL, NULL, 1}
 
 const char *cake_version(void) { return "cakec " CAKE_VERSION " (LLVM/MLIR 22)"; }
 const char *cake_default_archs(void) { return "sm_90a,sm_100a,sm_103a,sm_107a"; }
+
+static char target_table[2048];
+
+static void fill_target_table(void) {
+  Buf b;
+  buf_init(&b);
+  backend_describe_targets(&b);
+  snprintf(target_table, sizeof target_table, "%s", b.data ? b.data : "");
+  buf_free(&b);
+}
+
+const char *cake_target_table(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, fill_target_table);
+  return target_table;
+}
 const char *cake_result_diagnostics(const cake_result *r) { return r->diagnostics ? r->diagnostics : ""; }
 const char *cake_result_text(const cake_result *r) { return r->text ? r->text : ""; }
 const char *cake_result_notes(const cake_result *r) { return r->notes ? r->notes : ""; }
@@ -565,6 +582,7 @@ static int compile_program(Compilation *c, const CirProgram *p, const ProgramPla
         cJSON_AddStringToObject(kj, "symbol", symbol);
         cJSON_AddStringToObject(kj, "format", kb->cubin ? "cubin" : "ptx");
         if (!kb->cubin) cJSON_AddStringToObject(kj, "ptx_target", kb->ptx_target);
+        cJSON_AddStringToObject(kj, "path", backend_target_path(target));
         cJSON_AddStringToObject(kj, "file", fname);
         cJSON_AddNumberToObject(kj, "shared_bytes", kb->shared_bytes);
         if (kb->cubin) {

@@ -57,10 +57,16 @@ struct Backend {
 };
 
 const char *backend_ptx_target(const char *target) {
-  if (!strcmp(target, "sm_90a") || !strcmp(target, "sm_100a") || !strcmp(target, "sm_103a")) return target;
-  if (!strcmp(target, "sm_107a")) return "sm_100f"; /* LLVM 22 knows the family, not the chip */
-  return NULL;
+  const Target *t = target_get(target);
+  return t ? t->ptx_target : NULL;
 }
+
+const char *backend_target_path(const char *target) {
+  const Target *t = target_get(target);
+  return t ? t->path : NULL;
+}
+
+void backend_describe_targets(Buf *out) { target_describe(out); }
 
 static void append_cb(MlirStringRef s, void *user) { buf_put((Buf *)user, s.data, s.length); }
 
@@ -444,7 +450,7 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   out->ptx_target = backend_ptx_target(target);
   out->symbol = strdup(symbol);
   if (!out->ptx_target) {
-    diag_plain(diag, "unknown target '%s' (known: sm_90a, sm_100a, sm_103a, sm_107a)", target);
+    diag_plain(diag, "unknown target '%s' (known: %s)", target, target_names());
     return -1;
   }
   be->diag = diag;
@@ -455,7 +461,8 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   MlirOperation mop = mlirModuleGetOperation(mod);
   mlirOperationSetDiscardableAttributeByName(mop, mlirStringRefCreateFromCString("gpu.container_module"),
                                              mlirUnitAttrGet(be->ctx));
-  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, symbol, &out->shared_bytes);
+  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, target_get(target), symbol,
+                        &out->shared_bytes);
   if (rc) goto fail;
   if (!mlirOperationVerify(mop)) {
     diag_plain(diag, "internal error: the MLIR built for kernel '%s' does not verify", k->name);

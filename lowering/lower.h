@@ -23,8 +23,9 @@
 #include "abi.h"
 #include "cir.h"
 #include "mlb.h"
+#include "target.h"
 
-enum { MAX_W = 8, SMEM_LIMIT = 232448, MAX_FUSED_DEPTH = 64 };
+enum { MAX_W = 8, MAX_FUSED_DEPTH = 64 };
 
 typedef enum { H_NONE, H_SCALAR, H_FUSED, H_SMEM } HomeKind;
 enum { ASYNC_NONE, ASYNC_HOIST, ASYNC_PREFETCH };
@@ -81,6 +82,7 @@ typedef struct AccCtx {
 
 typedef struct LK {
   Mlb b;
+  const Target *target; /* the limits planned against */
   Arena *arena;
   Diag *diag;
   const CirProgram *p;
@@ -94,7 +96,7 @@ typedef struct LK {
   MlirValue tid, smem;
   MlirValue grid[CIR_MAX_AXES];
   int nthreads;
-  long long smem_bytes; /* the plan's size, checked against SMEM_LIMIT before it is used as an int */
+  long long smem_bytes; /* the plan's size, checked against the target's smem_per_block before it is used as an int */
   int failed;
   AccCtx acc;
   /* the scan being emitted: where prefetched loads refill for the next chunk */
@@ -178,6 +180,6 @@ int needs_f32_stage(LK *L, const CirInst *src);
 
 /* Build the gpu.module of one kernel into `module_body`. 0 on success. */
 int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_body, const CirProgram *p,
-                 const CirKernel *k, const KernelAbi *abi, const char *symbol, int *smem_bytes);
+                 const CirKernel *k, const KernelAbi *abi, const Target *target, const char *symbol, int *smem_bytes);
 
 #endif

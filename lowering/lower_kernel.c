@@ -333,8 +333,9 @@ static MlirType arg_type(Mlb *b, const KernelArg *a) {
 }
 
 int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_body, const CirProgram *p,
-                 const CirKernel *k, const KernelAbi *abi, const char *symbol, int *smem_bytes) {
+                 const CirKernel *k, const KernelAbi *abi, const Target *target, const char *symbol, int *smem_bytes) {
   LK lk = {0}, *L = &lk;
+  L->target = target;
   L->arena = arena;
   L->diag = diag;
   L->p = p;
@@ -350,9 +351,9 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   b->loc = mlirLocationFileLineColGet(ctx, mlirStringRefCreateFromCString(k->loc.src ? k->loc.src->name : "?"),
                                       (unsigned)k->loc.line, (unsigned)k->loc.col);
   plan_kernel(L);
-  if (L->smem_bytes > SMEM_LIMIT) {
+  if (L->smem_bytes > L->target->smem_per_block) {
     lk_error(L, NULL, "kernel '%s' needs %lld bytes of shared memory for its tiles; a block can have at most %d",
-             k->name, L->smem_bytes, SMEM_LIMIT);
+             k->name, L->smem_bytes, L->target->smem_per_block);
     goto done;
   }
 
@@ -396,10 +397,11 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   MlirBlock entry = mlirBlockCreate(abi->nargs, atypes, alocs);
   mlirRegionAppendOwnedBlock(freg, entry);
   int32_t block_size[3] = {k->threads, 1, 1};
-  /* Two blocks per multiprocessor when their shared memory fits (228 KB per
-   * SM, 1 KB reserved per block): ptxas then keeps registers within half the
-   * register file. Otherwise one block, with up to 255 registers. */
-  int per_sm = 2 * (L->smem_bytes + 1024) <= 233472 ? 2 : 1;
+  /* Two blocks per multiprocessor when their shared memory fits (with the
+   * driver's reservation per block): ptxas then keeps registers within half
+   * the register file. Otherwise one block, with all the registers a thread
+   * may have. */
+  int per_sm = 2 * (L->smem_bytes + target->smem_reserved) <= target->smem_per_sm ? 2 : 1;
   MlirNamedAttribute fa[5] = {
       mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(symbol))),
       mlb_named(b, "function_type", mlirTypeAttrGet(fty)),
@@ -429,6 +431,6 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   mlb_op(b, "gpu.return", 0, NULL, 0, NULL, 0, NULL);
 
 done:
-  *smem_bytes = L->smem_bytes <= SMEM_LIMIT ? (int)L->smem_bytes : SMEM_LIMIT + 1;
+  *smem_bytes = L->smem_bytes <= L->target->smem_per_block ? (int)L->smem_bytes : L->target->smem_per_block + 1;
   return L->failed ? -1 : 0;
 }

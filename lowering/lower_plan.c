@@ -212,6 +212,18 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
     }
     if (home_of(L, in)->async_mode == ASYNC_HOIST) home_of(L, in)->start = 0;
   }
+  /* A scan's result is its carry's buffer (it has none of its own): the
+   * carry stays live through the result's last read. */
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *r = b->insts[i];
+    if (r->op != OP_FORRES) continue;
+    const CirBlock *body = r->parent->body;
+    for (int j = 0; j < body->len; j++) {
+      const CirInst *c = body->insts[j];
+      Home *ch = home_of(L, c);
+      if (c->op == OP_CARRY && c->axis == r->axis && home_of(L, r)->end > ch->end) ch->end = home_of(L, r)->end;
+    }
+  }
 }
 
 typedef struct Buf1 {
@@ -334,8 +346,8 @@ static long long first_fit(Buf1 *v, int n) {
 }
 
 /* Both orders are tried; the smaller plan wins. Offsets are written only
- * when the plan fits in SMEM_LIMIT bytes (the caller reports it otherwise). */
-static long long allocate(Buf1 *v, int n) {
+ * when the plan fits in `limit` bytes (the caller reports it otherwise). */
+static long long allocate(Buf1 *v, int n, long long limit) {
   if (n == 0) return 0;
   Buf1 *w = cake_xmalloc(sizeof(Buf1) * (size_t)n);
   for (int i = 0; i < n; i++) v[i].off = i;
@@ -344,7 +356,7 @@ static long long allocate(Buf1 *v, int n) {
   qsort(w, (size_t)n, sizeof *w, cmp_size);
   long long a = first_fit(v, n), b = first_fit(w, n);
   if (b < a) memcpy(v, w, sizeof(Buf1) * (size_t)n);
-  if ((a < b ? a : b) <= SMEM_LIMIT)
+  if ((a < b ? a : b) <= limit)
     for (int i = 0; i < n; i++) *v[i].out = (int)v[i].off;
   free(w);
   return a < b ? a : b;
@@ -648,7 +660,7 @@ void plan_kernel(LK *L) {
   Buf1 *bufs = NULL;
   int n = 0, cap = 0;
   collect_bufs(L, &L->k->body, &bufs, &n, &cap);
-  L->smem_bytes = allocate(bufs, n);
+  L->smem_bytes = allocate(bufs, n, L->target->smem_per_block);
   if (getenv("CAKE_TRACE_PLAN")) trace_plan(L, &P, bufs, n);
   free(bufs);
   free(P.all);

@@ -1,0 +1,53 @@
+/* target.c - the target descriptors (see target.h). Figures are the
+ * CUDA programming guide's for each compute capability. */
+#include <string.h>
+
+#include "target.h"
+
+#define PORTABLE (TF_MMA_SYNC | TF_LDMATRIX | TF_CP_ASYNC)
+
+static const Target targets[] = {
+    {"sm_90a", "sm_90a", 232448, 233472, 1024, 65536, 255,
+     PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_WGMMA | TF_SETMAXNREG, "portable", ""},
+    {"sm_100a", "sm_100a", 232448, 233472, 1024, 65536, 255,
+     PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_SETMAXNREG | TF_TCGEN05, "portable", ""},
+    {"sm_103a", "sm_103a", 232448, 233472, 1024, 65536, 255,
+     PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_SETMAXNREG | TF_TCGEN05, "portable", ""},
+    /* LLVM 22 and ptxas 13.0 know the sm_100f family, not this chip: its
+     * kernels are the family's PTX, and its limits are taken as the family's */
+    {"sm_107a", "sm_100f", 232448, 233472, 1024, 65536, 255, PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS, "portable",
+     "PTX of the sm_100f family; limits assumed as sm_100's"},
+};
+
+const Target *target_get(const char *name) {
+  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+    if (name && !strcmp(targets[i].name, name)) return &targets[i];
+  return NULL;
+}
+
+const Target *target_all(int *n) {
+  *n = (int)(sizeof targets / sizeof targets[0]);
+  return targets;
+}
+
+const char *target_names(void) { return "sm_90a, sm_100a, sm_103a, sm_107a"; }
+
+void target_describe(Buf *out) {
+  static const char *const feature_names[] = {"mma.sync", "ldmatrix", "cp.async", "bulk-tensor", "clusters",
+                                              "multicast", "wgmma",    "setmaxnreg", "tcgen05"};
+  buf_printf(out, "%-8s %-8s %-10s %-10s %-6s %-5s %-9s %s\n", "target", "ptx", "smem/block", "smem/SM", "regs",
+             "r/thr", "path", "features");
+  for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+    const Target *t = &targets[i];
+    buf_printf(out, "%-8s %-8s %-10d %-10d %-6d %-5d %-9s", t->name, t->ptx_target, t->smem_per_block, t->smem_per_sm,
+               t->regs_per_sm, t->max_regs_per_thread, t->path);
+    const char *sep = " ";
+    for (size_t f = 0; f < sizeof feature_names / sizeof feature_names[0]; f++)
+      if (t->features & (1u << f)) {
+        buf_printf(out, "%s%s", sep, feature_names[f]);
+        sep = ",";
+      }
+    if (t->remark[0]) buf_printf(out, " (%s)", t->remark);
+    buf_puts(out, "\n");
+  }
+}

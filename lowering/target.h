@@ -1,0 +1,52 @@
+/* target.h - what the lowering knows about each GPU target.
+ *
+ * Contract: one descriptor per target `--arch` accepts, chosen by name. It
+ * holds the limits the lowering plans against (shared memory per block and
+ * per multiprocessor, registers) and the features the target's PTX may use;
+ * no other file hard-codes a target's limits. `path` names the
+ * code-generation path the target's kernels take; the manifest records it
+ * per kernel and `cakec --targets` lists the table. Today every target takes
+ * the portable path (warp-level mma.sync tensor cores and cp.async copies);
+ * the features beyond it are declared so that faster paths can test for
+ * them.
+ */
+#ifndef CAKE_TARGET_H
+#define CAKE_TARGET_H
+
+#include "base.h"
+
+typedef enum {
+  TF_MMA_SYNC = 1u << 0,    /* mma.sync: warp-level tensor-core matmuls */
+  TF_LDMATRIX = 1u << 1,    /* ldmatrix: shared memory to mma fragments */
+  TF_CP_ASYNC = 1u << 2,    /* cp.async: global to shared copies, per thread */
+  TF_BULK_TENSOR = 1u << 3, /* cp.async.bulk.tensor: tensor-map copies */
+  TF_CLUSTERS = 1u << 4,    /* thread-block clusters, distributed shared memory */
+  TF_MULTICAST = 1u << 5,   /* bulk copies multicast to a cluster */
+  TF_WGMMA = 1u << 6,       /* wgmma: warpgroup matmuls from shared memory */
+  TF_SETMAXNREG = 1u << 7,  /* setmaxnreg: registers moved between warpgroups */
+  TF_TCGEN05 = 1u << 8,     /* tcgen05: tensor-memory matmuls */
+} TargetFeature;
+
+typedef struct Target {
+  const char *name;        /* as --arch names it: "sm_90a" */
+  const char *ptx_target;  /* the PTX target LLVM is asked for */
+  int smem_per_block;      /* dynamic shared memory one block may use, bytes */
+  int smem_per_sm;         /* shared memory of one multiprocessor, bytes */
+  int smem_reserved;       /* what the driver reserves per resident block, bytes */
+  int regs_per_sm;         /* 32-bit registers of one multiprocessor */
+  int max_regs_per_thread;
+  unsigned features;       /* TargetFeature bits */
+  const char *path;        /* the code-generation path its kernels take */
+  const char *remark;      /* where a figure is assumed rather than known, or "" */
+} Target;
+
+/* The descriptor of `name`, or NULL for a target the compiler does not know. */
+const Target *target_get(const char *name);
+/* Every known target, in --arch's default order; *n gets the count. */
+const Target *target_all(int *n);
+/* "sm_90a, sm_100a, ..." */
+const char *target_names(void);
+/* A table of the targets (name, PTX target, limits, features, path), as text. */
+void target_describe(Buf *out);
+
+#endif
