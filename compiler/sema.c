@@ -1911,6 +1911,12 @@ static int tensor_decl_ok(Sema *s, const Decl *d) {
       ERR(id->loc, "a program has at most %d tensors; this is the %dth", CAKE_MAX_TENSORS, CAKE_MAX_TENSORS + 1);
       return 0;
     }
+    if (!strcmp(id->name, "chunk_table") || !strcmp(id->name, "doc_table")) {
+      /* the runtime's tables in the workspace go by these names (kernel arguments, cake_plan_item) */
+      ERR(id->loc, "'%s' is reserved: it names the runtime's %s table in the workspace; choose another tensor name",
+          id->name, id->name[0] == 'c' ? "chunk" : "document");
+      continue;
+    }
     Sym *y = add_sym(s, id->name, SYM_TENSOR, id->loc);
     if (!y) continue;
     CirTensor *t = arena_alloc(s->a, sizeof(CirTensor));

@@ -102,13 +102,12 @@ typedef struct cake_plan cake_plan;
  * the manifest is checked (integers integral and in range, chunk a multiple
  * of 16 in [16, 256], extents in [1, 2^31), block threads a multiple of 32
  * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
- * names, no duplicate JSON keys, requirements that read as comparisons
- * over the program's dims, at most 64 of 1024 characters each; options'
- * prefer clauses with a value among the option's, a condition over the
- * dims and the device facts, at most 16 per option, the same in every
- * variant of a program): a
- * violation is CAKE_ERR_PACKAGE naming the program, the record and the
- * field. */
+ * names, no tensor named chunk_table or doc_table, no duplicate JSON keys,
+ * requirements that read as comparisons over the program's dims, at most 64
+ * of 1024 characters each; options' prefer clauses with a value among the
+ * option's, a condition over the dims and the device facts, at most 16 per
+ * option, the same in every variant of a program): a violation is
+ * CAKE_ERR_PACKAGE naming the program, the record and the field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */

@@ -6,7 +6,8 @@
  * can trust the structures: each field has the JSON kind it should; integers
  * are integral and in range (checked on the double, before any conversion);
  * enums are known; names are unique where they name something (programs,
- * dims, tensors, params, stages, entries, options, files, kernel targets);
+ * dims, tensors, params, stages, entries, options, files, kernel targets),
+ * and no tensor takes the name of the plan's tables (chunk_table, doc_table);
  * every cross reference resolves. A failure is CAKE_ERR_PACKAGE with a message
  * naming the program, the record and the field. */
 #include <float.h>
@@ -254,6 +255,8 @@ static cake_status load_tensors(Ld *L, const JNode *tensors, cake_program *p) {
         (s = get(L, t, "shape", J_ARR, 1, &shape)) || (s = get(L, t, "optional", J_BOOL, 0, &opt)))
       return s;
     if (rt_tensor_index(p, name) >= 0) return bad(L, "declared twice");
+    if (!strcmp(name, "chunk_table") || !strcmp(name, "doc_table")) /* the plan's own items */
+      return bad(L, "the name is reserved for the runtime's table in the workspace");
     if (shape->n > CAKE_MAX_RANK) return bad(L, "'shape' has %d axes; at most %d", shape->n, CAKE_MAX_RANK);
     RtTensor *rt = &p->tensors[p->ntensors++];
     if ((s = copy_str(L, &rt->name, name))) return s;

@@ -4,7 +4,9 @@
 #      install test; with clang-22, scripts/check_eval_order.py;
 #   2. build-asan/ (ASan + UBSan, clang-22 when present, else the default
 #      compiler): the unit tests and the whole lit suite, every sanitizer
-#      report fatal (it aborts, so it fails negative tests too);
+#      report fatal (it aborts, so it fails negative tests too); when the two
+#      builds come from different C compilers, their MLIR of every spec must
+#      be the same (scripts/compare_emit.sh);
 #   3. each libFuzzer harness of tests/fuzz for CAKE_TEST_FUZZ_SECONDS
 #      (default 60) seconds (clang builds only; scripts/fuzz.sh).
 # CAKE_TEST_SANITIZE=0 skips 2 and 3; CAKE_TEST_FUZZ_SECONDS=0 skips 3.
@@ -46,7 +48,12 @@ if [ "${CAKE_TEST_SANITIZE:-1}" != 0 ]; then
   export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   # unit tests, lit (with tests/lit/sanitizer: a report aborts) and the fuzz seeds once each
   ctest --test-dir build-asan --output-on-failure
-  part "2. build-asan/ ctest (ASan+UBSan)" "$t1"
+  # built by another C compiler, cakec must emit the same MLIR for every spec
+  id_a=$(grep -h '^CMAKE_C_COMPILER:' build/CMakeCache.txt) id_b=$(grep -h '^CMAKE_C_COMPILER:' build-asan/CMakeCache.txt)
+  if [ "$id_a" != "$id_b" ]; then
+    scripts/compare_emit.sh build build-asan mlir
+  fi
+  part "2. build-asan/ ctest, MLIR compared" "$t1"
 
   # 3. fuzzing
   secs=${CAKE_TEST_FUZZ_SECONDS:-60}

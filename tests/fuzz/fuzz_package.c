@@ -7,7 +7,7 @@
  * with a few dims, documents and parameters, finalized, and bindings built
  * from the manifest's tensors are validated; the KDA entries are planned
  * too. Besides the sanitizers, the harness checks the contract: a failure
- * always has a message. CAKE_FUZZ_VERBOSE=1 prints each load's status.
+ * always has a message, and every planned item lies inside its area. CAKE_FUZZ_VERBOSE=1 prints each load's status.
  *
  * Files: a listed file holds "cake fuzz stub: PATH\n" (tests/fuzz/
  * make_corpus.py writes the seeds' sha256 and sizes for these contents), so
@@ -128,6 +128,13 @@ static cake_dtype dtype_of(const cJSON *t) {
   return CAKE_BF16;
 }
 
+static void check_item(const cake_plan *plan, const char *name, size_t off, size_t by, size_t area) {
+  if (off > area || by > area - off) {
+    fprintf(stderr, "fuzz_package: item '%s' at %zu, %zu bytes, outside its area of %zu bytes\n", name, off, by, area);
+    abort();
+  }
+}
+
 static void use_plan(cake_plan *plan, const cJSON *mp, int round) {
   static const int64_t tokens[] = {100, 4096, 1, 0};
   static const int64_t sizes[] = {2, 1, 16, 3};
@@ -158,8 +165,9 @@ static void use_plan(cake_plan *plan, const cJSON *mp, int round) {
   cake_plan_workspace_bytes(plan, &ws);
   cake_plan_saved_bytes(plan, &sv);
   (void)cake_plan_chunk_count(plan);
-  cake_plan_item(plan, "chunk_table", &off, &by);
-  cake_plan_item(plan, "doc_table", &off, &by);
+  /* every item lies inside its area */
+  if (cake_plan_item(plan, "chunk_table", &off, &by) == CAKE_OK) check_item(plan, "chunk_table", off, by, ws);
+  if (cake_plan_item(plan, "doc_table", &off, &by) == CAKE_OK) check_item(plan, "doc_table", off, by, ws);
 
   /* bindings for every tensor, shaped from the plan's dims */
   cake_binding b[MAX_BIND];
@@ -168,7 +176,10 @@ static void use_plan(cake_plan *plan, const cJSON *mp, int round) {
   cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(mp, "tensors")) {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(t, "name");
     if (!cJSON_IsString(n) || nb == MAX_BIND) continue;
-    cake_plan_item(plan, n->valuestring, &off, &by);
+    if (cake_plan_item(plan, n->valuestring, &off, &by) == CAKE_OK) {
+      const cJSON *r = cJSON_GetObjectItemCaseSensitive(t, "role");
+      check_item(plan, n->valuestring, off, by, cJSON_IsString(r) && !strcmp(r->valuestring, "save") ? sv : ws);
+    }
     cake_binding *x = &b[nb];
     memset(x, 0, sizeof *x);
     x->name = n->valuestring;
@@ -227,7 +238,7 @@ static void use_package(const cake_package *pkg, const cJSON *m) {
   (void)cake_package_program_name(pkg, -1);
   static const char *gates[] = {"safe", "softplus", "external"};
   for (int g = 0; g < 3; g++) {
-    cake_kda_options o = {gates[g], g != 1, 1, 0, 0, 0};
+    cake_kda_options o = {.gate = gates[g], .qk_norm = g != 1, .beta_logits = 1, .hv = g == 1 ? 4 : 0};
     int32_t cu[3] = {0, 64, 200};
     cake_plan *plan = NULL;
     if (cake_kda_plan(pkg, &o, 200, 2, g == 2 ? cu : NULL, 2, &plan) == CAKE_OK) cake_plan_free(plan);

@@ -466,6 +466,12 @@ static const struct {
     {"'chunk': 64", "'chunk': 64, 'chunk': 16", "is not valid JSON: line 1, column "},
     {"'chunk': 64", "'chunk': 64, 'chunk': 16", "duplicate key \"chunk\""},
     {"{'name': 'y', 'role': 'out'", "{'name': 'x', 'role': 'out'", "tensor 'x': declared twice"},
+    /* the names of the plan's tables: a tensor of that name made the kernel argument and
+       cake_plan_item ambiguous (the compiler refuses such tensors) */
+    {"{'name': 'tmp', 'role': 'temp'", "{'name': 'chunk_table', 'role': 'temp'",
+     "tensor 'chunk_table': the name is reserved for the runtime's table in the workspace"},
+    {"{'name': 'sv', 'role': 'save'", "{'name': 'doc_table', 'role': 'save'",
+     "tensor 'doc_table': the name is reserved for the runtime's table in the workspace"},
     {"{'name': 'H', 'role': 'size'}", "{'name': 'T', 'role': 'size'}", "dim 'T': declared twice"},
     {"{'name': 'k', 'dtype': 'i32'", "{'name': 'scale', 'dtype': 'i32'", "param 'scale': declared twice"},
     {"{'name': 'k', 'dtype': 'i32'", "{'name': 'T', 'dtype': 'i32'", "param 'T': a dim has the same name"},

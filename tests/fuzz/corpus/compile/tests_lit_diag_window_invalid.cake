@@ -15,4 +15,5 @@ kernel k over (c in chunks, h in H, j in V / BV) {
 }
 kernel m over (c in chunks, j in 48 / 16) {
   a = load x[c, 0, j]
+  b = load x[0, c, :]
 }
