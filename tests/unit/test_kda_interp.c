@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "interp.h"
+#include "spec_fixture.h"
 #include "ref_kda.h"
 
 enum { K = 128, V = 128 };
@@ -28,13 +29,7 @@ static Program *g_ast;
 static int setup(void **st) {
   arena_init(&g_arena);
   diag_init(&g_diag, 20);
-  Buf text;
-  buf_init(&text);
-  if (buf_read_file(&text, CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake")) return -1;
-  Source *src = arena_alloc(&g_arena, sizeof(Source));
-  *src = (Source){"kda_fwd.cake", arena_strndup(&g_arena, text.data, text.len), text.len};
-  buf_free(&text);
-  g_ast = cake_parse(&g_arena, &g_diag, src);
+  g_ast = fixture_parse_spec(&g_arena, &g_diag, CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "kda_fwd.cake");
   return g_ast ? 0 : -1;
 }
 
@@ -45,11 +40,8 @@ static int teardown(void **st) {
 }
 
 static uint64_t g_rng = 0x1234abcd;
-static double urand(void) {
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return ((double)(g_rng >> 11) + 0.5) / 9007199254740992.0;
-}
-static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+static double urand(void) { return fixture_urand(&g_rng); }
+static double nrand(void) { return fixture_nrand(&g_rng); }
 
 typedef struct Case {
   const char *name;
@@ -64,15 +56,7 @@ typedef struct Case {
   int64_t HV;      /* value heads (GVA); 0: H */
 } Case;
 
-static double ratio(const double *a, const double *b, size_t n) {
-  double se = 0, sr = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!isfinite(a[i])) return INFINITY;
-    se += (a[i] - b[i]) * (a[i] - b[i]);
-    sr += b[i] * b[i];
-  }
-  return sqrt(se / sr);
-}
+static double ratio(const double *a, const double *b, size_t n) { return fixture_err_ratio(a, b, n); }
 
 /* The program's dims by name (T, N, H, HV, and the chunk count). */
 static void set_dims(const CirProgram *p, long long *dims, long long T, long long N, long long H, long long HV,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "interp.h"
+#include "spec_fixture.h"
 #include "npy.h"
 #include "ref_first.h"
 #include "ref_kda.h"
@@ -33,11 +34,8 @@ static const char *g_cakec;
 static char g_dir[64];
 
 static uint64_t g_rng = 0x1234abcd;
-static double urand(void) {
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return ((double)(g_rng >> 11) + 0.5) / 9007199254740992.0;
-}
-static double nrand(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+static double urand(void) { return fixture_urand(&g_rng); }
+static double nrand(void) { return fixture_nrand(&g_rng); }
 
 static char *path_of(const char *sub, const char *name) {
   static char buf[4][512];
@@ -94,15 +92,7 @@ static void same_bits(const char *what, const double *a, const double *b, size_t
       fail_msg("%s: element %zu is %.9g from cakec run, %.9g from the interpreter", what, i, a[i], b[i]);
 }
 
-static double ratio(const double *a, const double *b, size_t n) {
-  double se = 0, sr = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!isfinite(a[i])) return INFINITY;
-    se += (a[i] - b[i]) * (a[i] - b[i]);
-    sr += b[i] * b[i];
-  }
-  return sqrt(se / sr);
-}
+static double ratio(const double *a, const double *b, size_t n) { return fixture_err_ratio(a, b, n); }
 
 /* A spec compiled here, as cakec compiles it. */
 static Arena g_arena;
