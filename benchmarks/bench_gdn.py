@@ -77,17 +77,14 @@ def shape_name(shape):
     return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
 
 
-def vblock_of(args, ndocs, H, sms):
-    """As the KDA runtime chooses: 16 columns per chain block when blocks of 32 would not keep two
-    per multiprocessor busy."""
-    if args.vblock:
-        return args.vblock
-    return 16 if ndocs * H * (V // 16) <= 2 * sms else 32
-
-
-def options(variant, vblock):
+def choose(cake, args, variant, T, H, cu, sms):
+    """The variant: vblock forced by --vblock, else the runtime's choice from the spec's prefer
+    clause (16 columns per chain block when blocks of 32 would not keep two per multiprocessor busy)."""
     tf = {True: 'true', False: 'false'}
-    return f"qk_norm={tf[VARIANTS[variant]['qk_norm']]},beta_logits=false,vblock=v{vblock}"
+    opts = f"qk_norm={tf[VARIANTS[variant]['qk_norm']]},beta_logits=false"
+    if args.vblock:
+        opts += f",vblock=v{args.vblock}"
+    return cake.choose(PROGRAM, opts, dict(T=T, H=H), len(cu) - 1 if cu else 0, sms)
 
 
 def tensor_specs(T, H):
@@ -130,8 +127,7 @@ def dry_run(args, cake):
             shape = SHAPES[skey]
             T, H = shape['T'], shape['H']
             cu = cu_of(shape)
-            vb = vblock_of(args, len(cu) - 1 if cu else 1, H, 132)
-            prog, vs = cake.variant(PROGRAM, options(variant, vb))
+            prog, vs = choose(cake, args, variant, T, H, cu, 132)
             plan = cake.plan(prog, dict(T=T, H=H), cu)
             addr = 1 << 40
             named = []
@@ -172,8 +168,7 @@ def run_case(args, cake, fla_gdn, variant, skey, sms):
     beta = torch.sigmoid(rn(T, H)).to(torch.bfloat16)
     o = torch.full((T, H, V), float('nan'), dtype=torch.bfloat16, device='cuda')
 
-    vb = vblock_of(args, len(cu) - 1 if cu else 1, H, sms)
-    prog, vs = cake.variant(PROGRAM, options(variant, vb))
+    prog, vs = choose(cake, args, variant, T, H, cu, sms)
     plan = cake.plan(prog, dict(T=T, H=H), cu)
     work = torch.empty(max(plan.workspace_bytes, 256), dtype=torch.uint8, device='cuda')
     specs = tensor_specs(T, H)

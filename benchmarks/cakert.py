@@ -34,6 +34,14 @@ assert Tensor.rank.offset == 12 and Tensor.strides.offset == 64
 assert C.sizeof(Binding) == 120 and Binding.tensor.offset == 8
 
 
+class DimValue(C.Structure):  # cake_dim_value
+    _fields_ = [('name', C.c_char_p), ('value', C.c_int64)]
+
+
+class DeviceFacts(C.Structure):  # cake_device_facts
+    _fields_ = [('sms', C.c_int64)]
+
+
 class KdaOptions(C.Structure):  # cake_kda_options
     _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
                 ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int),
@@ -125,6 +133,8 @@ class Cake:
         L.cake_package_load.argtypes = [C.c_char_p, vp, C.POINTER(vp)]
         L.cake_package_free.argtypes = [vp]
         L.cake_package_variant.argtypes = [vp, C.c_char_p, C.c_char_p, C.POINTER(vp)]
+        L.cake_package_choose.argtypes = [vp, C.c_char_p, C.c_char_p, C.POINTER(DimValue), C.c_int, i64,
+                                          C.POINTER(DeviceFacts), C.POINTER(vp)]
         L.cake_plan_create.argtypes = [vp, C.POINTER(vp)]
         L.cake_plan_free.argtypes = [vp]
         L.cake_plan_set_dim.argtypes = [vp, C.c_char_p, i64]
@@ -156,6 +166,19 @@ class Cake:
         p = C.c_void_p()
         self.check(self.lib.cake_package_variant(self.pkg, program.encode(), options.encode(), C.byref(p)),
                    f'variant {program} {options}')
+        return p, self.lib.cake_program_variant(p).decode()
+
+    def choose(self, program, options, dims, ndocs=0, sms=0):
+        """The variant the runtime chooses (cake_package_choose): `options` as given ("" for none),
+        the others by the spec's prefer clauses over dims {name: value} (not the docs dim), ndocs
+        documents (0: one) and sms multiprocessors (0: $CAKE_DEVICE_SMS, the current GPU, or 132),
+        else their defaults; returns (handle, its variant string)."""
+        p = C.c_void_p()
+        arr = (DimValue * max(len(dims), 1))(*[DimValue(k.encode(), int(v)) for k, v in dims.items()])
+        facts = DeviceFacts(int(sms))
+        self.check(self.lib.cake_package_choose(self.pkg, program.encode(), options.encode(), arr, len(dims),
+                                                int(ndocs), C.byref(facts), C.byref(p)),
+                   f'choose {program} {options} {dims}')
         return p, self.lib.cake_program_variant(p).decode()
 
     def plan(self, prog, dims, cu=None, params=None):

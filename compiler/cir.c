@@ -168,7 +168,13 @@ void cir_dump_kernel(Buf *o, const CirProgram *p, const CirKernel *k) {
 
 void cir_dump(Buf *o, const CirProgram *p) {
   buf_printf(o, "program %s\n", p->name);
-  for (int i = 0; i < p->noptions; i++) buf_printf(o, "option %s = %s\n", p->options[i].name, p->options[i].value);
+  for (int i = 0; i < p->noptions; i++) {
+    buf_printf(o, "option %s = %s\n", p->options[i].name, p->options[i].value);
+    for (int j = 0; j < p->options[i].nprefers; j++) {
+      const CirPrefer *r = &p->options[i].prefers[j];
+      buf_printf(o, "  prefer %s when %s (%s) at %s\n", r->value, r->text, r->expr, r->where);
+    }
+  }
   static const char *const roles[] = {"", " (tokens)", " (docs)", " (chunks)"};
   for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s%s\n", p->dims[i].name, roles[p->dims[i].role]);
   if (p->chunk) buf_printf(o, "chunk %d\n", p->chunk);

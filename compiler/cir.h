@@ -122,6 +122,16 @@ typedef struct CirEntry {
   int nstages;
 } CirEntry;
 
+/* `prefer VALUE when EXPR` of an option: the runtime's choice when the
+ * caller leaves the option unset (the first clause that holds wins). */
+typedef struct CirPrefer {
+  const char *value; /* one of the option's values */
+  const char *text;  /* the condition as written (constants by name), for messages */
+  const char *expr;  /* the canonical form (cake_require.h): dims and device facts by name, constants by value */
+  const char *where; /* "file.cake:line:col" of the condition */
+  Loc loc;
+} CirPrefer;
+
 /* A compile-time option: `option gate = safe in (safe, softplus, external)`. */
 typedef struct CirOption {
   const char *name;
@@ -130,6 +140,8 @@ typedef struct CirOption {
   int nvalues;
   const char *value; /* the value this program was compiled with */
   Loc loc;
+  CirPrefer *prefers; /* filled by cake_sema (not by cake_program_options) */
+  int nprefers;
 } CirOption;
 
 /* Chosen option values (name=value pairs); options not named take their default. */

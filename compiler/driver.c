@@ -349,6 +349,18 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddStringToObject(j, "default", op->def);
     cJSON *vals = cJSON_AddArrayToObject(j, "values");
     for (int v = 0; v < op->nvalues; v++) cJSON_AddItemToArray(vals, cJSON_CreateString(op->values[v]));
+    /* how the runtime chooses the option when the caller leaves it unset */
+    if (op->nprefers) {
+      cJSON *pr = cJSON_AddArrayToObject(j, "prefer");
+      for (int r = 0; r < op->nprefers; r++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "value", op->prefers[r].value);
+        cJSON_AddStringToObject(c, "text", op->prefers[r].text);
+        cJSON_AddStringToObject(c, "expr", op->prefers[r].expr);
+        cJSON_AddStringToObject(c, "loc", op->prefers[r].where);
+        cJSON_AddItemToArray(pr, c);
+      }
+    }
     cJSON_AddItemToArray(opts, j);
   }
   cJSON_AddStringToObject(o, "source", base_name(src_name));

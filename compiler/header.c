@@ -129,7 +129,15 @@ static int tensor_names(const Group *g, const char **names, int cap) {
 static void emit_options(Buf *b, const char *pn, const CirProgram *p) {
   for (int o = 0; o < p->noptions; o++) {
     const CirOption *opt = &p->options[o];
-    buf_printf(b, "/* option %s (default %s) */\ntypedef enum %s_%s {\n  ", opt->name, opt->def, pn, opt->name);
+    if (!opt->nprefers) buf_printf(b, "/* option %s (default %s) */\n", opt->name, opt->def);
+    else {
+      /* DEFAULT leaves the choice to the runtime (cake_package_choose) */
+      buf_printf(b, "/* option %s: DEFAULT is chosen by %s_plan from the dims and the device:\n", opt->name, pn);
+      for (int r = 0; r < opt->nprefers; r++)
+        buf_printf(b, " *   prefer %s when %s  (%s)\n", opt->prefers[r].value, opt->prefers[r].text, opt->prefers[r].where);
+      buf_printf(b, " * else %s */\n", opt->def);
+    }
+    buf_printf(b, "typedef enum %s_%s {\n  ", pn, opt->name);
     put_upper(b, pn);
     buf_puts(b, "_");
     put_upper(b, opt->name);
@@ -254,7 +262,8 @@ static void emit_plan(Buf *b, const char *pn, const Group *g) {
   const CirProgram *p = g->v[0];
   /* the variant string */
   buf_printf(b,
-             "/* The variant's name (\"gate=safe,...\") for cake_package_variant. */\n"
+             "/* The options as cake_package_choose takes them (\"gate=safe,...\"); an option\n"
+             " * left at DEFAULT that has prefer clauses is left out (chosen by them). */\n"
              "static inline cake_status %s_variant_name(const %s_options *o, char *buf, size_t n) {\n"
              "  size_t len = 0;\n"
              "  if (!buf || n == 0) return cake_fail(CAKE_ERR_ARGUMENT, \"%s_variant_name: no buffer\");\n"
@@ -270,12 +279,17 @@ static void emit_plan(Buf *b, const char *pn, const Group *g) {
     put_field(b, opt->name);
     buf_printf(b,
                " : 0;\n"
-               "    if (k < 0 || k > %d) return cake_fail(CAKE_ERR_ARGUMENT, \"%s: option %s is not one of its enum's values\");\n"
-               "    w = snprintf(buf + len, n - len, \"%s%s=%%s\", values[k]);\n"
-               "    if (w < 0 || (size_t)w >= n - len) return cake_fail(CAKE_ERR_ARGUMENT, \"%s_variant_name: the buffer is too small\");\n"
-               "    len += (size_t)w;\n"
+               "    if (k < 0 || k > %d) return cake_fail(CAKE_ERR_ARGUMENT, \"%s: option %s is not one of its enum's values\");\n",
+               opt->nvalues, pn, opt->name);
+    if (opt->nprefers) buf_puts(b, "    if (k) { /* DEFAULT: left to the prefer clauses */\n");
+    else buf_puts(b, "    {\n");
+    buf_printf(b,
+               "      w = snprintf(buf + len, n - len, \"%%s%s=%%s\", len ? \",\" : \"\", values[k]);\n"
+               "      if (w < 0 || (size_t)w >= n - len) return cake_fail(CAKE_ERR_ARGUMENT, \"%s_variant_name: the buffer is too small\");\n"
+               "      len += (size_t)w;\n"
+               "    }\n"
                "  }\n",
-               opt->nvalues, pn, opt->name, i ? "," : "", opt->name, pn);
+               opt->name, pn);
   }
   buf_puts(b, "  return CAKE_OK;\n}\n\n");
 
@@ -290,10 +304,27 @@ static void emit_plan(Buf *b, const char *pn, const Group *g) {
              "  cake_status s;\n"
              "  if (out) *out = NULL;\n"
              "  if (!pkg || !d || !out) return cake_fail(CAKE_ERR_ARGUMENT, \"%s_plan: pkg, d and out are required\");\n"
-             "  if ((s = %s_variant_name(o, variant, sizeof variant))) return s;\n"
-             "  if ((s = cake_package_variant(pkg, \"%s\", variant, &prog))) return s;\n"
+             "  if ((s = %s_variant_name(o, variant, sizeof variant))) return s;\n",
+             pn, pn, pn, pn, pn, pn);
+  /* the variant: options given, the others by their prefer clauses (from the dims, the
+   * documents and the device) or their defaults */
+  int nd = 0;
+  for (int i = 0; i < p->ndims; i++) nd += p->dims[i].role != DIM_DOCS && p->dims[i].role != DIM_CHUNKS;
+  if (nd) {
+    buf_puts(b, "  const cake_dim_value dims[] = {");
+    for (int i = 0, k = 0; i < p->ndims; i++) {
+      const CirDim *dim = &p->dims[i];
+      if (dim->role == DIM_DOCS || dim->role == DIM_CHUNKS) continue;
+      buf_printf(b, "%s{\"%s\", d->", k++ ? ", " : "", dim->name);
+      put_field(b, dim->name);
+      buf_puts(b, "}");
+    }
+    buf_puts(b, "};\n");
+  }
+  buf_printf(b,
+             "  if ((s = cake_package_choose(pkg, \"%s\", variant, %s, %d, %s, NULL, &prog))) return s;\n"
              "  if ((s = cake_plan_create(prog, &plan))) return s;\n",
-             pn, pn, pn, pn, pn, pn, p->name);
+             p->name, nd ? "dims" : "NULL", nd, p->docs_dim >= 0 ? "d->cu_seqlens ? d->ndocs : 0" : "0");
   if (!p->nparams) buf_puts(b, "  (void)p;\n");
   for (int i = 0; i < p->ndims; i++) {
     const CirDim *dim = &p->dims[i];

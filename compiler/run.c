@@ -9,6 +9,7 @@
  * outputs are the `out` and `save` tensors the entry writes (and its `temp`
  * tensors with --temps; the inputs too with --write-inputs, so that a
  * reference can be run on random ones). */
+#include "cake_require.h"
 #include "run.h"
 
 #include <errno.h>
@@ -22,7 +23,9 @@
 #include "interp.h"
 #include "npy.h"
 
-enum { RUN_DEFAULT_MAX_MIB = 4096, RUN_MAX_MIB = 1 << 30 };
+/* SMS of prefer clauses when neither --device-sms nor $CAKE_DEVICE_SMS says:
+ * the runtime's fallback without a GPU (CAKE_DEFAULT_SMS, an H100 / H200). */
+enum { RUN_DEFAULT_MAX_MIB = 4096, RUN_MAX_MIB = 1 << 30, RUN_DEFAULT_SMS = 132 };
 
 typedef struct NameArg {
   const char *name, *value, *arg; /* arg: as given, for messages */
@@ -49,6 +52,7 @@ typedef struct Run {
   int nabsent_a;
   uint64_t seed;
   long long max_mib;
+  long long device_sms; /* --device-sms; 0: $CAKE_DEVICE_SMS or RUN_DEFAULT_SMS */
   int temps, write_inputs;
   /* state */
   Arena arena;
@@ -73,7 +77,10 @@ static void run_usage(FILE *f) {
           "  --cu-seqlens LIST    document offsets, e.g. 0,17,64 (default: one document of all tokens);\n"
           "                       they give the docs dim and, when not given, the token dim\n"
           "  --option NAME=VALUE  the variant (repeatable, or a comma-separated list; default: each\n"
-          "                       option's default)\n"
+          "                       option's default, or for an option with `prefer` clauses the\n"
+          "                       first that holds for the dims, as the runtime chooses)\n"
+          "  --device-sms N       the device's multiprocessor count for `prefer` clauses (SMS)\n"
+          "                       (default: $CAKE_DEVICE_SMS, else %d)\n"
           "  --param NAME=VALUE   a parameter's value (repeatable; default: its default)\n"
           "  --in NAME=FILE.npy   a tensor's contents (repeatable); an input not given is random\n"
           "                       (an optional one is absent)\n"
@@ -91,7 +98,7 @@ static void run_usage(FILE *f) {
           "random integers uniform in [0, 16); each tensor's values depend on the seed and its name.\n"
           "Exit status: 0; 1 for errors in the spec or while running it; 2 for bad arguments, files\n"
           "or shapes; 3 for an internal error.\n",
-          RUN_DEFAULT_MAX_MIB);
+          RUN_DEFAULT_SMS, RUN_DEFAULT_MAX_MIB);
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -197,6 +204,9 @@ static int parse_args(Run *r, int argc, char **argv) {
     } else if (opt_value(argc, argv, &i, "--out-dir", &v)) {
       if (!v || !*v) return fail("--out-dir expects a directory");
       r->out_dir = v;
+    } else if (opt_value(argc, argv, &i, "--device-sms", &v)) {
+      if (parse_ll(v, 1, INT32_MAX, &r->device_sms))
+        return fail("--device-sms expects a positive number of multiprocessors, got '%s'", v ? v : "");
     } else if (opt_value(argc, argv, &i, "--max-memory", &v)) {
       if (parse_ll(v, 1, RUN_MAX_MIB, &r->max_mib))
         return fail("--max-memory expects a number of MiB in [1, %d], got '%s'", RUN_MAX_MIB, v ? v : "");
@@ -214,7 +224,8 @@ static int parse_args(Run *r, int argc, char **argv) {
     run_usage(stderr);
     return 2;
   }
-  r->options_a = arena_alloc(&r->arena, sizeof(NameArg) * (size_t)(options.len + 1));
+  /* room for the options the prefer clauses choose */
+  r->options_a = arena_alloc(&r->arena, sizeof(NameArg) * (size_t)(options.len + CAKE_MAX_OPTIONS + 1));
   for (int i = 0; i < options.len; i++) r->options_a[i] = *(NameArg *)options.items[i];
   r->noptions_a = options.len;
   return 0;
@@ -673,7 +684,63 @@ static int write_outputs(Run *r) {
   return 0;
 }
 
-static int run_all(Run *r) {
+/* ---- options chosen by their prefer clauses ---- */
+
+static int run_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+  Run *r = ctx;
+  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
+    *value = r->device_sms;
+    return 1;
+  }
+  for (int d = 0; d < r->p->ndims; d++)
+    if (strlen(r->p->dims[d].name) == len && !memcmp(r->p->dims[d].name, name, len) && r->dim_from[d]) {
+      *value = r->dims[d];
+      return 1;
+    }
+  return 0;
+}
+
+/* Each option not given with --option that has prefer clauses takes the
+ * value of the first that holds for the run's dims (as cake_package_choose
+ * does); *changed when that is not the value the program was compiled with. */
+static int choose_preferred(Run *r, int *changed) {
+  *changed = 0;
+  if (!r->device_sms) {
+    const char *env = getenv("CAKE_DEVICE_SMS");
+    if (env && *env && parse_ll(env, 1, INT32_MAX, &r->device_sms))
+      return fail("CAKE_DEVICE_SMS is '%s'; expected a positive number of multiprocessors", env);
+    if (!r->device_sms) r->device_sms = RUN_DEFAULT_SMS;
+  }
+  int n0 = r->noptions_a;
+  for (int o = 0; o < r->p->noptions; o++) {
+    const CirOption *opt = &r->p->options[o];
+    int given = 0;
+    for (int i = 0; i < n0; i++) given |= !strcmp(r->options_a[i].name, opt->name);
+    if (given || !opt->nprefers) continue;
+    const char *value = opt->def;
+    for (int c = 0; c < opt->nprefers; c++) {
+      const CirPrefer *cl = &opt->prefers[c];
+      char msg[256];
+      int faulted = 0;
+      int e = cake_require_eval_fault(cl->expr, run_lookup, r, 1, msg, sizeof msg, &faulted);
+      if (e == CAKE_REQUIRE_BAD || faulted)
+        return fail("option '%s': 'prefer %s when %s' (%s) cannot be evaluated: %s", opt->name, cl->value, cl->text,
+                    cl->where, msg);
+      if (e == CAKE_REQUIRE_TRUE) {
+        value = cl->value;
+        fprintf(stderr, "cakec: note: option '%s' is %s: 'prefer %s when %s' (%s) holds with %s = %lld\n", opt->name,
+                value, cl->value, cl->text, cl->where, CAKE_FACT_SMS, r->device_sms);
+        break;
+      }
+    }
+    if (strcmp(value, opt->value)) *changed = 1;
+    r->options_a[r->noptions_a++] = (NameArg){opt->name, value, "(prefer)"};
+  }
+  return 0;
+}
+
+/* The program of the chosen variant, its entry, tensors and dims. */
+static int prepare(Run *r) {
   int rc = load_program(r);
   flush_diag(r);
   if (rc) return rc;
@@ -681,8 +748,21 @@ static int run_all(Run *r) {
   r->ts = arena_alloc(&r->arena, sizeof(TensorRun) * (size_t)(r->p->ntensors + 1));
   for (int i = 0; i < r->p->ntensors; i++) r->ts[i].t = r->p->tensors[i];
   for (int s = 0; s < r->entry->nstages; s++) mark_uses(r, &r->entry->stages[s]->body);
-  if ((rc = bind_tensor_args(r)) || (rc = bind_dims(r)) || (rc = size_tensors(r)) || (rc = bind_params(r)))
-    return rc;
+  if ((rc = bind_tensor_args(r)) || (rc = bind_dims(r))) return rc;
+  return 0;
+}
+
+static int run_all(Run *r) {
+  int rc = prepare(r), changed = 0;
+  if (rc || (rc = choose_preferred(r, &changed))) return rc;
+  if (changed) { /* another variant: analyse it instead */
+    for (int i = 0; i < r->p->ntensors; i++)
+      if (r->ts[i].f) fclose(r->ts[i].f);
+    r->ts = NULL;
+    r->cu = NULL;
+    if ((rc = prepare(r))) return rc;
+  }
+  if ((rc = size_tensors(r)) || (rc = bind_params(r))) return rc;
   if (make_dirs(r->out_dir)) return fail("cannot create the output directory '%s': %s", r->out_dir, strerror(errno));
   if ((rc = fill_tensors(r)) || (rc = execute(r))) return rc;
   return write_outputs(r);

@@ -69,6 +69,8 @@ typedef struct Sema {
   int stmt_failed; /* ... which has reported an error */
   int muted;       /* the last error was not reported (nor are its notes) */
   int lost_sequence; /* a `sequence` sat in an `if` whose condition did not evaluate */
+  const Program *ast;
+  int in_prefer;     /* checking a `prefer` condition: device facts (SMS) are names too */
 } Sema;
 
 /* Errors and their notes. In a kernel statement only the first error is
@@ -476,29 +478,47 @@ static int req_prec(const Expr *e) {
   }
 }
 
+static int declared_outside_if(const Program *ast, const char *name);
+
 /* The type of a requirement's expression: 0 an integer, 1 a boolean, -1
  * after an error (reported). Only integer literals, dims and integer
  * constants, and the operators of cake_require.h. */
 static int req_type(Sema *s, const Expr *e) {
+  const char *noun = s->in_prefer ? "a prefer condition" : "a requirement";
   switch (e->kind) {
     case E_INT: return 0;
     case E_FLOAT:
-      ERR(e->loc, "a requirement computes with integers; %s is not one", e->text);
+      ERR(e->loc, "%s computes with integers; %s is not one", noun, e->text);
       return -1;
     case E_NAME: {
       Sym *y = find_sym(s, e->name);
+      if (s->in_prefer && !strcmp(e->name, CAKE_FACT_SMS)) {
+        if (!y) return 0; /* the device's multiprocessor count */
+        ERR(e->loc, "'%s' names the device's multiprocessor count in a prefer condition, but the program declares "
+                    "its own '%s': rename it", e->name, e->name);
+        return -1;
+      }
       if (is_poison_sym(y)) return -1; /* its declaration failed: reported there */
       if (!y) {
         ERR(e->loc, "unknown name '%s'", e->name);
         return -1;
       }
+      if (s->in_prefer && (y->kind == SYM_DIM || y->kind == SYM_CONST) && !declared_outside_if(s->ast, e->name)) {
+        ERR(e->loc, "'%s' is declared inside an `if`; a prefer condition uses dims and constants declared outside "
+                    "any `if` (it chooses the variant, so it cannot depend on one)", e->name);
+        return -1;
+      }
       if (y->kind == SYM_DIM) return 0;
       if (y->kind == SYM_CONST && y->value.is_int) return 0;
-      if (y->kind == SYM_CONST) ERR(e->loc, "a requirement computes with integers; constant '%s' is not one", e->name);
+      if (y->kind == SYM_CONST) ERR(e->loc, "%s computes with integers; constant '%s' is not one", noun, e->name);
+      else if (y->kind == SYM_OPTION && s->in_prefer)
+        ERR(e->loc, "'%s' is an option; a prefer condition relates dims, integer constants and device facts (%s)",
+            e->name, CAKE_FACT_SMS);
       else if (y->kind == SYM_OPTION)
         ERR(e->loc, "'%s' is an option; a requirement relates dims and integer constants (put it in `if %s == ... { }` "
                     "to make it depend on the option)", e->name, e->name);
-      else ERR(e->loc, "'%s' is a %s; a requirement relates dims and integer constants", e->name, sym_kind_name(y->kind));
+      else ERR(e->loc, "'%s' is a %s; %s relates dims and integer constants%s", e->name, sym_kind_name(y->kind), noun,
+               s->in_prefer ? " (and device facts: " CAKE_FACT_SMS ")" : "");
       return -1;
     }
     case E_UNARY: {
@@ -522,8 +542,22 @@ static int req_type(Sema *s, const Expr *e) {
     }
     default: break;
   }
-  ERR(e->loc, "a requirement uses dims, integer constants and the operators + - * / %% < <= > >= == != && || !");
+  ERR(e->loc, "%s uses dims, integer constants%s and the operators + - * / %% < <= > >= == != && || !", noun,
+      s->in_prefer ? ", device facts (" CAKE_FACT_SMS ")" : "");
   return -1;
+}
+
+/* Whether `name` is a dim or constant declared at the top level (outside
+ * any `if`): the same in every variant. */
+static int declared_outside_if(const Program *ast, const char *name) {
+  for (int i = 0; ast && i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    if (d->kind == D_DIM)
+      for (int j = 0; j < d->names.len; j++)
+        if (!strcmp(((const Ident *)d->names.items[j])->name, name)) return 1;
+    if (d->kind == D_CONST && d->name.name && !strcmp(d->name.name, name)) return 1;
+  }
+  return 0;
 }
 
 /* Prints a checked requirement with the parentheses its precedence needs:
@@ -533,7 +567,7 @@ static void req_print(Sema *s, Buf *o, const Expr *e, int canonical) {
     case E_INT: buf_printf(o, "%lld", e->ival); return;
     case E_NAME: {
       Sym *y = find_sym(s, e->name);
-      if (!canonical || y->kind == SYM_DIM) buf_puts(o, e->name);
+      if (!canonical || !y || y->kind == SYM_DIM) buf_puts(o, e->name); /* !y: a device fact */
       else if (y->value.i == INT64_MIN) buf_puts(o, "(-9223372036854775807 - 1)");
       else if (y->value.i < 0) buf_printf(o, "(-%lld)", -(long long)y->value.i);
       else buf_printf(o, "%lld", (long long)y->value.i);
@@ -574,6 +608,70 @@ static int req_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
 static const char *base_of(const char *path) {
   const char *b = strrchr(path, '/');
   return b ? b + 1 : path;
+}
+
+static int prefer_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
+    *value = 1;
+    return 1;
+  }
+  return req_lookup(ctx, name, len, value);
+}
+
+static void where_of(Loc loc, char *where, size_t n) {
+  snprintf(where, n, "%s:%d:%d", loc.src ? base_of(loc.src->name) : "?", loc.line, loc.col);
+}
+
+/* The `prefer VALUE when EXPR` clauses of option `o` (declared by `d`). */
+static void prefer_decls(Sema *s, const Decl *d, CirOption *o) {
+  if (!d->prefers.len) return;
+  if (d->prefers.len > CAKE_MAX_PREFERS) {
+    const Prefer *r = d->prefers.items[CAKE_MAX_PREFERS];
+    ERR(r->loc, "an option has at most %d prefer clauses", CAKE_MAX_PREFERS);
+    return;
+  }
+  o->prefers = arena_alloc(s->a, sizeof(CirPrefer) * (size_t)d->prefers.len);
+  s->in_prefer = 1;
+  for (int i = 0; i < d->prefers.len; i++) {
+    const Prefer *r = d->prefers.items[i];
+    int known = 0;
+    for (int v = 0; v < o->nvalues; v++) known |= !strcmp(o->values[v], r->value.name);
+    if (!known) {
+      char vals[256];
+      option_values_str(o, vals, sizeof vals);
+      ERR(r->value.loc, "option '%s' has no value '%s' to prefer (it takes %s)", o->name, r->value.name, vals);
+      continue;
+    }
+    int t = req_type(s, r->cond);
+    if (t < 0) continue;
+    if (t != 1) {
+      ERR(r->cond_loc, "a prefer condition is a comparison, e.g. `prefer v16 when N * H <= 2 * SMS`; this is an "
+                       "integer");
+      continue;
+    }
+    Buf text, expr;
+    buf_init(&text);
+    buf_init(&expr);
+    req_print(s, &text, r->cond, 0);
+    req_print(s, &expr, r->cond, 1);
+    char msg[256];
+    int ok = text.len <= CAKE_MAX_REQUIRE_TEXT;
+    if (!ok) ERR(r->cond_loc, "a prefer condition has at most %d characters; this one has %zu", CAKE_MAX_REQUIRE_TEXT, text.len);
+    else if (cake_require_eval(expr.data, prefer_lookup, s->p, 0, msg, sizeof msg) != CAKE_REQUIRE_TRUE) {
+      ERR(r->cond_loc, "this prefer condition cannot be recorded: %s", msg);
+      ok = 0;
+    }
+    if (ok) {
+      CirPrefer *c = &o->prefers[o->nprefers++];
+      char where[512];
+      where_of(r->cond_loc, where, sizeof where);
+      *c = (CirPrefer){r->value.name, arena_strdup(s->a, text.data), arena_strdup(s->a, expr.data),
+                       arena_strdup(s->a, where), r->cond_loc};
+    }
+    buf_free(&text);
+    buf_free(&expr);
+  }
+  s->in_prefer = 0;
 }
 
 static void require_decl(Sema *s, const Decl *d) {
@@ -2034,6 +2132,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
   Sema ss = {0}, *s = &ss;
   s->a = arena;
   s->d = diag;
+  s->ast = ast;
   int errors0 = diag->errors;
   CirProgram *p = arena_alloc(arena, sizeof(CirProgram));
   s->p = p;
@@ -2078,6 +2177,12 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
   PtrVec active = {0};
   const Decl *seq = NULL;
   decls_pass1(s, &ast->decls, &active, &seq);
+  if (diag->errors != errors0) return NULL;
+  /* prefer clauses: over the top-level dims and constants, known now */
+  for (int i = 0, k = 0; i < ast->decls.len; i++) {
+    const Decl *d = ast->decls.items[i];
+    if (d->kind == D_OPTION && k < p->noptions) prefer_decls(s, d, &p->options[k++]);
+  }
   if (diag->errors != errors0) return NULL;
 
   /* Pass 2: kernel bodies, then entries. */

@@ -116,6 +116,15 @@ typedef enum {
 typedef enum { ROLE_IN, ROLE_OUT, ROLE_TEMP, ROLE_SAVE } Role;
 const char *role_name(Role r);
 
+/* `prefer VALUE when EXPR` after an option's values: chosen at plan time
+ * when the caller leaves the option unset. */
+typedef struct Prefer {
+  Ident value;
+  Expr *cond;
+  Loc loc;      /* the keyword `prefer` */
+  Loc cond_loc; /* where the condition starts */
+} Prefer;
+
 typedef struct Decl {
   DeclKind kind;
   Loc loc;
@@ -139,6 +148,7 @@ typedef struct Decl {
   PtrVec else_body; /* D_IF: Decl* */
   int depth;        /* D_IF: levels of `if` below and including this one */
   /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
+  PtrVec prefers;   /* D_OPTION: Prefer*, in order */
 } Decl;
 
 typedef struct Program {

@@ -22,7 +22,8 @@ enum {
   CAKE_MAX_OUTPUT_PATH = 2048, /* characters of the output directory's path */
   CAKE_MAX_REQUIRES = 64,      /* `require` declarations that apply to one variant of a program */
   CAKE_MAX_REQUIRE_TEXT = 1024, /* characters of one requirement's text (as the manifest records it) */
-  CAKE_MAX_REQUIRE_DEPTH = 64, /* nesting of one requirement's expression (parentheses, unary operators) */
+  CAKE_MAX_REQUIRE_DEPTH = 64,
+  CAKE_MAX_PREFERS = 16,       /* `prefer` clauses of one option */ /* nesting of one requirement's expression (parentheses, unary operators) */
 };
 
 /* The product of a tensor's constant extents (its dims excluded): 2^40.

@@ -263,7 +263,13 @@ static RVal expr_or(RParser *P, int ev) {
 
 int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
                       size_t msglen) {
+  return cake_require_eval_fault(expr, lookup, ctx, evaluate, msg, msglen, NULL);
+}
+
+int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
+                            size_t msglen, int *faulted) {
   RParser P = {0};
+  if (faulted) *faulted = 0;
   P.msg = msg;
   P.msglen = msglen;
   if (msg && msglen) msg[0] = 0;
@@ -293,6 +299,7 @@ int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, i
   if (P.bad) return CAKE_REQUIRE_BAD;
   if (!evaluate) return CAKE_REQUIRE_TRUE;
   if (r.v && !P.fault) return CAKE_REQUIRE_TRUE;
+  if (faulted) *faulted = P.fault != NULL;
   if (msg && msglen) {
     size_t at = 0;
     for (int i = 0; i < P.nnames && at < msglen; i++)

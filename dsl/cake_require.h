@@ -28,6 +28,10 @@
  * when the name is a dim (then *value is set), 0 when it is not. */
 typedef int (*cake_require_lookup)(void *ctx, const char *name, size_t len, int64_t *value);
 
+/* The device facts a `prefer` condition may name besides dims: SMS, the
+ * number of streaming multiprocessors of the device that will run it. */
+#define CAKE_FACT_SMS "SMS"
+
 enum { CAKE_REQUIRE_BAD = -1, CAKE_REQUIRE_FALSE = 0, CAKE_REQUIRE_TRUE = 1 };
 
 /* Parses `expr` and, when `evaluate` is set, evaluates it with the values
@@ -42,5 +46,12 @@ enum { CAKE_REQUIRE_BAD = -1, CAKE_REQUIRE_FALSE = 0, CAKE_REQUIRE_TRUE = 1 };
  * `msg` may be NULL. */
 int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
                       size_t msglen);
+
+/* The same; *faulted (when not NULL) is set to 1 when the result is FALSE
+ * because an operation failed (an overflow, a division or remainder by
+ * zero) rather than because the comparison does not hold: the runtime's
+ * `prefer` clauses treat that as an error. */
+int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
+                            size_t msglen, int *faulted);
 
 #endif

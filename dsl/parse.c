@@ -213,6 +213,11 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
       buf_printf(o, "Option %s = %s in (", d->name.name, d->value->name);
       for (int j = 0; j < d->names.len; j++) buf_printf(o, "%s%s", j ? ", " : "", ((Ident *)d->names.items[j])->name);
       buf_puts(o, ")");
+      for (int j = 0; j < d->prefers.len; j++) {
+        const Prefer *r = d->prefers.items[j];
+        buf_printf(o, " prefer %s when ", r->value.name);
+        dump_expr(o, r->cond);
+      }
       break;
     case D_IF:
       buf_puts(o, "If ");

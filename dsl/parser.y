@@ -129,14 +129,14 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
 %token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
 %token REVERSE "reverse" CARRY "carry" AS "as" NONE "None" OPTION "option" IF "if" ELSE "else"
-%token REQUIRE "require"
+%token REQUIRE "require" PREFER "prefer" WHEN "when"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token <text> IDENT "name" INT "integer" FLOAT "number"
 %token <dtype> DTYPE "dtype"
 
 %type <expr> expr postfix primary index_item opt_default opt_threads shape_item
 %type <vec> decls ident_list expr_list index_list const_list axis_list stmts opt_carry args
-%type <vec> else_decls else_stmts shape_list
+%type <vec> else_decls else_stmts shape_list prefer_list
 %type <decl> decl const_item
 %type <stmt> stmt if_stmt
 %type <decl> if_decl
@@ -213,17 +213,29 @@ decl
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->names = $4;
     }
-  | OPTION option_name '=' IDENT IN '(' ident_list ')' {
+  | OPTION option_name '=' IDENT IN '(' ident_list ')' prefer_list {
       $$ = NEW(Decl); $$->kind = D_OPTION; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)};
       $$->value = mk_expr(pc, E_NAME, L(@4)); $$->value->name = $4;
       $$->names = $7;
+      $$->prefers = $9;
     }
   | REQUIRE expr {
       $$ = NEW(Decl); $$->kind = D_REQUIRE; $$->loc = L(@1);
       $$->value = $2; $$->value_loc = L(@2);
     }
   | if_decl { $$ = $1; }
+  ;
+
+/* prefer_list := ("prefer" NAME "when" expr)*: how the runtime chooses the
+ * option when the caller leaves it unset (first true clause wins) */
+prefer_list
+  : %empty { memset(&$$, 0, sizeof $$); }
+  | prefer_list PREFER IDENT WHEN expr {
+      Prefer *r = NEW(Prefer);
+      r->value = (Ident){$3, L(@3)}; r->cond = $5; r->cond_loc = L(@5); r->loc = L(@2);
+      $$ = $1; ptrvec_push(pc->arena, &$$, r);
+    }
   ;
 
 /* option_name := name | "save" (a role keyword that also names the usual

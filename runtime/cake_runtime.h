@@ -104,8 +104,10 @@ typedef struct cake_plan cake_plan;
  * in [32, 1024], shared memory at most 232448 bytes, known enums, unique
  * names, no tensor named chunk_table or doc_table, no duplicate JSON keys,
  * requirements that read as comparisons over the program's dims, at most 64
- * of 1024 characters each): a violation is CAKE_ERR_PACKAGE naming the
- * program, the record and the field. */
+ * of 1024 characters each; options' prefer clauses with a value among the
+ * option's, a condition over the dims and the device facts, at most 16 per
+ * option, the same in every variant of a program): a violation is
+ * CAKE_ERR_PACKAGE naming the program, the record and the field. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
@@ -116,6 +118,41 @@ cake_status cake_package_program(const cake_package *pkg, const char *name, cons
  * an empty element (",", a trailing comma) is CAKE_ERR_ARGUMENT. */
 cake_status cake_package_variant(const cake_package *pkg, const char *name, const char *options,
                                  const cake_program **out);
+/* Options chosen from the problem. An option may carry `prefer VALUE when
+ * EXPR` clauses in its spec (the manifest's "prefer"): a condition over the
+ * program's dims and device facts, SMS being the number of multiprocessors.
+ * cake_package_choose picks the variant of `name` whose options are
+ *   - those given in `options` (as for cake_package_variant): given wins;
+ *   - for an option left out that has prefer clauses, the value of its first
+ *     clause that holds for the problem;
+ *   - for the others (and when no clause holds), the default.
+ * The problem: `dims` (ndims name/value pairs, each a dim of the program, at
+ * most once, in [0, 2^31); only the dims the evaluated clauses read are
+ * needed) and `ndocs`, the number of documents (the docs dim: 0 or 1 for one
+ * document, i.e. a plan without cu_seqlens; naming the docs dim in `dims` is
+ * CAKE_ERR_ARGUMENT). The device facts: `facts->sms` when `facts` is given
+ * with sms > 0; else the environment variable CAKE_DEVICE_SMS (a positive
+ * integer; for tests and for planning on another machine); else the current
+ * device's (cake_device_sm_count, read only when a clause needs it); else
+ * CAKE_DEFAULT_SMS (132, an H100 / H200), so that it works without a GPU.
+ * Errors name the option and the clause: a clause reading a dim that was
+ * not given is CAKE_ERR_ARGUMENT ("option 'vblock' of 'kda_fwd': 'prefer v16
+ * when N * HV * (V / 16) <= 2 * SMS' (kda_fwd.cake:36:19) reads dim 'HV',
+ * which was not given"), one whose arithmetic fails (an overflow, a division
+ * by zero) CAKE_ERR_PLAN; a chosen combination missing from the package is
+ * CAKE_ERR_NOT_FOUND naming it. cake_program_variant(*out) says what was
+ * chosen. The dims are not kept: set them on the plan as usual. */
+typedef struct cake_dim_value {
+  const char *name;
+  int64_t value;
+} cake_dim_value;
+typedef struct cake_device_facts {
+  int64_t sms; /* streaming multiprocessors; 0: from the environment, the device, or CAKE_DEFAULT_SMS */
+} cake_device_facts;
+enum { CAKE_DEFAULT_SMS = 132 };
+cake_status cake_package_choose(const cake_package *pkg, const char *name, const char *options,
+                                const cake_dim_value *dims, int ndims, int64_t ndocs,
+                                const cake_device_facts *facts, const cake_program **out);
 const char *cake_program_variant(const cake_program *prog);            /* NULL for NULL */
 int cake_package_program_count(const cake_package *pkg);               /* 0 for NULL */
 const char *cake_package_program_name(const cake_package *pkg, int i); /* NULL out of range */
@@ -187,7 +224,8 @@ typedef struct cake_kda_options {
   double scale;       /* 0: 1/sqrt(K) */
   double lower_bound; /* the safe gate's bound; 0: -5 */
   int vblock;         /* columns of V per block of the state pass: 16 or 32; 0: chosen from
-                         the problem and the current GPU (16 when the blocks would not fill it) */
+                         the problem and the current GPU by the spec's prefer clause
+                         (cake_package_choose: 16 when the blocks would not fill it) */
   int64_t hv;         /* value heads HV, a multiple of H (grouped value heads); 0: HV = H */
   /* Other vblock values, a non-finite scale or lower_bound, a positive
    * lower_bound, or hv outside [0, 2^31) are CAKE_ERR_ARGUMENT. */

@@ -24,12 +24,14 @@ cake_status rt_kda_plan_variant(const cake_package *pkg, const char *program, co
                                 const cake_kda_options *opt, int64_t T, int64_t H, const int32_t *cu_seqlens,
                                 int64_t ndocs, cake_plan **out) {
   const cake_program *prog;
-  cake_status s = cake_package_variant(pkg, program, variant, &prog);
+  /* value heads (GVA): the spec requires HV % H == 0, checked by finalize */
+  int64_t HV = opt->hv ? opt->hv : H;
+  /* options left unset with prefer clauses (kda_fwd's vblock) are chosen from the problem */
+  const cake_dim_value dims[] = {{"T", T}, {"H", H}, {"HV", HV}};
+  cake_status s = cake_package_choose(pkg, program, variant, dims, 3, cu_seqlens ? ndocs : 0, NULL, &prog);
   if (s) return s;
   cake_plan *plan;
   if ((s = cake_plan_create(prog, &plan))) return s;
-  /* value heads (GVA): the spec requires HV % H == 0, checked by finalize */
-  int64_t HV = opt->hv ? opt->hv : H;
   if (!(s = cake_plan_set_dim(plan, "T", T)) && !(s = cake_plan_set_dim(plan, "H", H)) &&
       !(s = cake_plan_set_dim(plan, "HV", HV)) &&
       (!cu_seqlens || !(s = cake_plan_set_docs(plan, cu_seqlens, ndocs))) &&
@@ -76,15 +78,9 @@ cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, 
   if ((s = rt_check_dim("T", T)) || (s = rt_check_dim("H", H)) || (s = rt_check_dim("HV", opt->hv)) ||
       (cu_seqlens && (s = rt_check_ndocs(ndocs))))
     return s;
-  /* The chain runs one block per (document, value head, V block): with too
-   * few to keep two per multiprocessor busy, blocks of 16 columns instead of 32. */
-  int sms = 132;
-  cake_device_sm_count(&sms);
-  int64_t nd = cu_seqlens ? ndocs : 1, HV = opt->hv ? opt->hv : H, blocks;
-  int v16 = !__builtin_mul_overflow(nd, HV * (128 / 16), &blocks) && blocks <= 2 * (int64_t)sms;
-  if (opt->vblock) v16 = opt->vblock == 16;
+  /* vblock: forced by the caller, or left to the spec's prefer clause */
   size_t len = strlen(variant);
-  snprintf(variant + len, sizeof variant - len, ",vblock=%s", v16 ? "v16" : "v32");
+  if (opt->vblock) snprintf(variant + len, sizeof variant - len, ",vblock=%s", opt->vblock == 16 ? "v16" : "v32");
   return rt_kda_plan_variant(pkg, "kda_fwd", variant, opt, T, H, cu_seqlens, ndocs, out);
 }
 

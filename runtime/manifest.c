@@ -476,6 +476,8 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   return s;
 }
 
+static int prefer_name(void *ctx, const char *name, size_t len, int64_t *value);
+
 static int require_dim(void *ctx, const char *name, size_t len, int64_t *value) {
   const cake_program *p = ctx;
   for (int i = 0; i < p->ndims; i++)
@@ -521,8 +523,58 @@ static cake_status load_requires(Ld *L, const JNode *requires, cake_program *p) 
   return s;
 }
 
+/* A name of a prefer condition: a dim of the program or a device fact. */
+static int prefer_name(void *ctx, const char *name, size_t len, int64_t *value) {
+  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
+    *value = 0;
+    return 1;
+  }
+  return require_dim(ctx, name, len, value);
+}
+
+/* Each option's "prefer" (optional): clauses with a value among the
+ * option's values, a text and location for messages, and a condition over
+ * the program's dims and the device facts that the shared evaluator accepts.
+ * Read after the dims (the options come first in a program record). */
+static cake_status load_prefers(Ld *L, const JNode *options, cake_program *p) {
+  cake_status s = CAKE_OK;
+  for (int i = 0; options && i < options->n && !s; i++) {
+    const JNode *o = options->items[i], *prefer, *values;
+    RtOption *ro = &p->options[i];
+    snprintf(L->rec, sizeof L->rec, "option '%s'", ro->name);
+    if ((s = get(L, o, "prefer", J_ARR, 0, &prefer)) || !prefer) continue;
+    if ((s = get(L, o, "values", J_ARR, 0, &values))) return s;
+    if (!values) return bad(L, "'prefer' needs the option's 'values'");
+    if (prefer->n > RT_MAX_PREFERS) return bad(L, "%d prefer clauses; at most %d are supported", prefer->n, RT_MAX_PREFERS);
+    if ((s = alloc_array(L, (void **)&ro->prefer, sizeof(RtPrefer), prefer->n))) return s;
+    for (int c = 0; c < prefer->n; c++) {
+      const JNode *r = prefer->items[c];
+      const char *value, *text, *expr, *loc;
+      snprintf(L->rec, sizeof L->rec, "option '%s' prefer[%d]", ro->name, c);
+      if (r->kind != J_OBJ) return bad(L, "must be an object, not %s", kind_name(r->kind));
+      if ((s = get_str(L, r, "value", &value)) || (s = get_text(L, r, "text", RT_MAX_REQUIRE_TEXT, &text)) ||
+          (s = get_text(L, r, "expr", RT_MAX_REQUIRE_TEXT, &expr)) ||
+          (s = get_text(L, r, "loc", RT_MAX_REQUIRE_LOC, &loc)))
+        return s;
+      int known = 0;
+      for (int v = 0; v < values->n; v++) known |= !strcmp(values->items[v]->str, value);
+      if (!known) return bad(L, "'value' is '%s', which is not among the option's values", value);
+      char why[256];
+      if (cake_require_eval(expr, prefer_name, p, 0, why, sizeof why) != CAKE_REQUIRE_TRUE)
+        return bad(L, "'expr' is not a condition over the program's dims and the device facts: %s", why);
+      RtPrefer *rp = &ro->prefer[ro->nprefer++];
+      if ((s = copy_str(L, &rp->value, value)) || (s = copy_str(L, &rp->text, text)) ||
+          (s = copy_str(L, &rp->expr, expr)) || (s = copy_str(L, &rp->loc, loc)))
+        return s;
+    }
+  }
+  L->rec[0] = 0;
+  return s;
+}
+
 /* Programs of one name are variants: they must declare the same options
- * (names, in order) and differ in at least one value. */
+ * (names, in order, with the same prefer clauses) and differ in at least
+ * one value. */
 static cake_status check_variants(Ld *L, const cake_program *p) {
   for (const cake_program *q = L->pkg->programs; q < p; q++) {
     if (strcmp(q->name, p->name) != 0) continue;
@@ -532,6 +584,14 @@ static cake_status check_variants(Ld *L, const cake_program *p) {
       values &= !strcmp(q->options[o].value, p->options[o].value);
     }
     if (!same) return bad(L, "declares other options than an earlier variant of '%s'", p->name);
+    for (int o = 0; o < p->noptions; o++) {
+      const RtOption *a = &q->options[o], *b = &p->options[o];
+      int eq = a->nprefer == b->nprefer;
+      for (int c = 0; eq && c < a->nprefer; c++)
+        eq = !strcmp(a->prefer[c].value, b->prefer[c].value) && !strcmp(a->prefer[c].expr, b->prefer[c].expr);
+      if (!eq)
+        return bad(L, "option '%s' has other prefer clauses than in an earlier variant of '%s'", b->name, p->name);
+    }
     if (values) return bad(L, "appears twice with the same option values");
   }
   return CAKE_OK;
@@ -554,8 +614,8 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
       (s = get(L, pj, "stages", J_ARR, 1, &stages)) || (s = get(L, pj, "entries", J_ARR, 1, &entries)) ||
       (s = get(L, pj, "requires", J_ARR, 0, &requires)))
     return s;
-  if ((s = load_options(L, options, p)) || (s = check_variants(L, p)) || (s = load_dims(L, dims, p)) ||
-      (s = load_requires(L, requires, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
+  if ((s = load_options(L, options, p)) || (s = load_dims(L, dims, p)) || (s = load_prefers(L, options, p)) ||
+      (s = check_variants(L, p)) || (s = load_requires(L, requires, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
       (s = load_params(L, params, p)) ||
       (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)))
     return s;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cake_require.h"
 #include "rt.h"
 
 static __thread char g_error[2048];
@@ -120,6 +121,13 @@ void cake_package_free(cake_package *pkg) {
       rt_free(al, p->options[j].name);
       rt_free(al, p->options[j].value);
       rt_free(al, p->options[j].def);
+      for (int c = 0; c < p->options[j].nprefer; c++) {
+        rt_free(al, p->options[j].prefer[c].value);
+        rt_free(al, p->options[j].prefer[c].text);
+        rt_free(al, p->options[j].prefer[c].expr);
+        rt_free(al, p->options[j].prefer[c].loc);
+      }
+      rt_free(al, p->options[j].prefer);
     }
     rt_free(al, p->options);
     for (int j = 0; j < p->nrequires; j++) {
@@ -227,6 +235,118 @@ cake_status cake_package_variant(const cake_package *pkg, const char *name, cons
     }
   }
   return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no variant of '%s' with options '%s'", name, options ? options : "");
+}
+
+/* ---- choosing options from the problem ---- */
+
+typedef struct ChooseCtx {
+  const cake_program *p;
+  const cake_dim_value *dims;
+  int ndims;
+  int64_t ndocs;
+  const cake_device_facts *facts;
+  int64_t sms;           /* 0 until first read */
+  const char *missing;   /* a dim the condition reads that was not given */
+  size_t missing_len;
+} ChooseCtx;
+
+int64_t rt_device_sms(const cake_device_facts *facts) {
+  if (facts && facts->sms > 0) return facts->sms;
+  const char *env = getenv("CAKE_DEVICE_SMS");
+  if (env && *env) {
+    char *end;
+    long long v = strtoll(env, &end, 10);
+    if (!*end && v > 0 && v < INT32_MAX) return v;
+  }
+  int n = 0;
+  if (cake_device_sm_count(&n) == CAKE_OK && n > 0) return n;
+  return CAKE_DEFAULT_SMS;
+}
+
+static int choose_lookup(void *vctx, const char *name, size_t len, int64_t *value) {
+  ChooseCtx *c = vctx;
+  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
+    if (!c->sms) c->sms = rt_device_sms(c->facts);
+    *value = c->sms;
+    return 1;
+  }
+  for (int i = 0; i < c->ndims; i++)
+    if (strlen(c->dims[i].name) == len && !memcmp(c->dims[i].name, name, len)) {
+      *value = c->dims[i].value;
+      return 1;
+    }
+  if (c->p->docs_dim >= 0 && strlen(c->p->dims[c->p->docs_dim]) == len && !memcmp(c->p->dims[c->p->docs_dim], name, len)) {
+    *value = c->ndocs > 0 ? c->ndocs : 1;
+    return 1;
+  }
+  c->missing = name;
+  c->missing_len = len;
+  return 0;
+}
+
+cake_status cake_package_choose(const cake_package *pkg, const char *name, const char *options,
+                                const cake_dim_value *dims, int ndims, int64_t ndocs,
+                                const cake_device_facts *facts, const cake_program **out) {
+  if (out) *out = NULL;
+  if (!pkg || !name || !out || (ndims && !dims) || ndims < 0)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_choose: pkg, name, out (and dims when ndims > 0) are required");
+  if (ndocs < 0 || ndocs > RT_MAX_DOCS)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_choose: ndocs is %lld; expected 0 (one document) to %d",
+                   (long long)ndocs, RT_MAX_DOCS);
+  const cake_program *first = NULL;
+  for (int i = 0; i < pkg->nprograms && !first; i++)
+    if (!strcmp(pkg->programs[i].name, name)) first = &pkg->programs[i];
+  if (!first) return rt_fail(CAKE_ERR_NOT_FOUND, "the package has no program '%s'", name);
+  OptArg args[RT_MAX_OPTIONS];
+  int n;
+  cake_status s = parse_options(first, options, args, &n);
+  if (s) return s;
+  for (int i = 0; i < ndims; i++) {
+    if (!dims[i].name) return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_choose: dims[%d] has no name", i);
+    int d = rt_find_name(first->dims, sizeof(char *), first->ndims, dims[i].name);
+    if (d < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no dim '%s'", name, dims[i].name);
+    if (d == first->docs_dim)
+      return rt_fail(CAKE_ERR_ARGUMENT, "dim '%s' is the number of documents: pass it as ndocs", dims[i].name);
+    if (dims[i].value < 0 || dims[i].value > INT32_MAX)
+      return rt_fail(CAKE_ERR_ARGUMENT, "dim '%s' is %lld; expected a value in [0, 2^31)", dims[i].name,
+                     (long long)dims[i].value);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(dims[j].name, dims[i].name)) return rt_fail(CAKE_ERR_ARGUMENT, "dim '%s' is given twice", dims[i].name);
+  }
+  /* the options given, then each unset one with prefer clauses: its first clause that holds */
+  char chosen[RT_MAX_OPTIONS * 2 * 130 + 64] = "";
+  size_t len = 0;
+  ChooseCtx ctx = {first, dims, ndims, ndocs, facts, 0, NULL, 0};
+  for (int o = 0; o < first->noptions; o++) {
+    const RtOption *opt = &first->options[o];
+    const char *value = NULL;
+    int vlen = 0;
+    for (int i = 0; i < n; i++)
+      if (opt_index(first, args[i].name, args[i].nlen) == o) value = args[i].value, vlen = args[i].vlen;
+    for (int c = 0; !value && c < opt->nprefer; c++) {
+      const RtPrefer *r = &opt->prefer[c];
+      char why[256];
+      int faulted = 0;
+      ctx.missing = NULL;
+      int e = cake_require_eval_fault(r->expr, choose_lookup, &ctx, 1, why, sizeof why, &faulted);
+      if (e == CAKE_REQUIRE_TRUE) value = r->value, vlen = (int)strlen(r->value);
+      else if (e == CAKE_REQUIRE_BAD && ctx.missing)
+        return rt_fail(CAKE_ERR_ARGUMENT, "option '%s' of '%s': 'prefer %s when %s' (%s) reads dim '%.*s', which was not given",
+                       opt->name, name, r->value, r->text, r->loc, (int)ctx.missing_len, ctx.missing);
+      else if (e == CAKE_REQUIRE_BAD || faulted)
+        return rt_fail(CAKE_ERR_PLAN, "option '%s' of '%s': 'prefer %s when %s' (%s) cannot be evaluated: %s", opt->name,
+                       name, r->value, r->text, r->loc, why);
+    }
+    if (!value) continue; /* its default */
+    int w = snprintf(chosen + len, sizeof chosen - len, "%s%s=%.*s", len ? "," : "", opt->name, vlen, value);
+    if (w < 0 || (size_t)w >= sizeof chosen - len) return rt_fail(CAKE_ERR_ARGUMENT, "cake_package_choose: options too long");
+    len += (size_t)w;
+  }
+  s = cake_package_variant(pkg, name, chosen, out);
+  if (s == CAKE_ERR_NOT_FOUND)
+    return rt_fail(s, "the package has no variant of '%s' with options '%s' (chosen from '%s' and the prefer clauses)",
+                   name, chosen, options ? options : "");
+  return s;
 }
 
 const char *cake_program_variant(const cake_program *p) { return p ? p->variant : NULL; }

@@ -8,6 +8,11 @@
 
 #include "cake_runtime.h"
 
+/* The device facts of a choice: facts->sms when positive, else the
+ * environment's CAKE_DEVICE_SMS, else the current device's, else
+ * CAKE_DEFAULT_SMS. */
+int64_t rt_device_sms(const cake_device_facts *facts);
+
 /* ---- errors and memory ---- */
 /* Sets the thread's message; an argument may be cake_last_error() itself. */
 cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -67,6 +72,7 @@ enum {
   RT_MAX_REQUIRES = 64,            /* requirements per program (the compiler's CAKE_MAX_REQUIRES) */
   RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
   RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
+  RT_MAX_PREFERS = 16,             /* prefer clauses per option (the compiler's CAKE_MAX_PREFERS) */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
 #define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
@@ -141,8 +147,18 @@ typedef struct RtEntry {
   int n;
 } RtEntry;
 
+/* `prefer VALUE when EXPR` of an option: chosen by cake_package_choose. */
+typedef struct RtPrefer {
+  char *value; /* one of the option's values */
+  char *text;  /* as written, for messages */
+  char *expr;  /* what is evaluated: dims and device facts (SMS) by name */
+  char *loc;   /* "file.cake:line:col" */
+} RtPrefer;
+
 typedef struct RtOption {
   char *name, *value, *def;
+  RtPrefer *prefer;
+  int nprefer;
 } RtOption;
 
 /* `require EXPR` of the spec: checked when a plan is finalized. */

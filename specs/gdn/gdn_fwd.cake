@@ -31,12 +31,12 @@
 //   beta_logits beta <- sigmoid(beta) inside the kernel
 //               (fla's use_beta_sigmoid_in_kernel)
 //   vblock      columns of V per chain block: 32, or 16 (twice the blocks, for
-//               problems with too few (document, head) pairs to fill the GPU)
+//               problems with too few (document, head) pairs to fill the GPU: the runtime's choice when unset)
 program gdn_fwd
 
 option qk_norm = true in (true, false)
 option beta_logits = false in (true, false)
-option vblock = v32 in (v32, v16)
+option vblock = v32 in (v32, v16) prefer v16 when N * H * (V / 16) <= 2 * SMS
 
 dim   T, N, H
 const K = 128, V = 128, C = 64

@@ -24,13 +24,13 @@
 //   qk_norm     q, k <- x / sqrt(sum(x^2) + 1e-6) inside the kernel
 //   beta_logits beta <- sigmoid(beta) inside the kernel
 //   vblock      columns of V per chain block: 32, or 16 (twice the blocks, for
-//               problems with too few (document, head) pairs to fill the GPU)
+//               problems with too few (document, head) pairs to fill the GPU: the runtime's choice when unset)
 program kda_fwd
 
 option gate = safe in (safe, softplus, external)
 option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
-option vblock = v32 in (v32, v16)
+option vblock = v32 in (v32, v16) prefer v16 when N * HV * (V / 16) <= 2 * SMS
 
 dim   T, N, H, HV                     // tokens, documents, key heads, value heads
 require HV % H == 0

@@ -28,7 +28,7 @@ typedef struct Shape {
   int with_h0, with_ht;
   int random_docs; /* split T into documents of 1..random_docs tokens */
   double g_scale;  /* g = g_scale * logsigmoid(N(0, 1)) */
-  int vblock;      /* 16 or 32; 0: as the KDA runtime chooses (16 when the chain's blocks would not fill the GPU) */
+  int vblock;      /* 16 or 32; 0: the runtime's choice (cake_package_choose: the spec's prefer clause) */
 } Shape;
 
 typedef struct RefJob {
@@ -114,16 +114,17 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
     pthread_create(&th[i], NULL, ref_thread, &jobs[i]);
   }
 
-  /* the variant: the chain runs one block per (document, head, V block); with
-   * too few to keep two per multiprocessor busy, blocks of 16 columns */
-  int sms = 132;
-  cake_device_sm_count(&sms);
-  int v16 = sh->vblock ? sh->vblock == 16 : N * H * (V / 16) <= 2 * (int64_t)sms;
+  /* the variant: vblock forced by the case, or the runtime's choice from the
+   * spec's prefer clause (16 columns when the chain's blocks would not keep
+   * two per multiprocessor busy) */
   char options[128];
-  snprintf(options, sizeof options, "qk_norm=%s,beta_logits=%s,vblock=%s", sh->qk_norm ? "true" : "false",
-           sh->beta_logits ? "true" : "false", v16 ? "v16" : "v32");
+  snprintf(options, sizeof options, "qk_norm=%s,beta_logits=%s", sh->qk_norm ? "true" : "false",
+           sh->beta_logits ? "true" : "false");
+  if (sh->vblock) snprintf(options + strlen(options), sizeof options - strlen(options), ",vblock=v%d", sh->vblock);
+  const cake_dim_value dims[] = {{"T", T}, {"H", H}};
   const cake_program *prog;
-  RT(cake_package_variant(pkg, "gdn_fwd", options, &prog));
+  RT(cake_package_choose(pkg, "gdn_fwd", options, dims, 2, cu ? N : 0, NULL, &prog));
+  int v16 = strstr(cake_program_variant(prog), "vblock=v16") != NULL;
   cake_plan *plan;
   RT(cake_plan_create(prog, &plan));
   RT(cake_plan_set_dim(plan, "T", T));

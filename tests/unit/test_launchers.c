@@ -17,6 +17,7 @@
 #include "first.h"
 #include "kda_fwd.h"
 #include "opts.h"
+#include "rt.h" /* plan->prog: which variant a plan took */
 
 static char g_dir[500];
 
@@ -39,8 +40,7 @@ static int setup(void **st) {
   if (!mkdtemp(g_dir)) return -1;
   return compile(CAKE_SOURCE_DIR "/specs/first/first.cake", NULL, "first") ||
          compile(CAKE_SOURCE_DIR "/tests/lit/diag/options.cake", NULL, "opts") ||
-         compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true,vblock=v16",
-                 "kda");
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true", "kda");
 }
 
 static int teardown(void **st) {
@@ -170,6 +170,38 @@ static void kda_binds_what_the_variant_has(void **st) {
   t.g.dtype = CAKE_BF16; /* the external gate's g is f32 */
   assert_int_equal(kda_fwd_validate_fwd(plan, &t), CAKE_ERR_TENSOR);
   cake_plan_free(plan);
+  /* vblock left at DEFAULT: the spec's `prefer v16 when N * HV * (V / 16) <= 2 * SMS` */
+  o.vblock = KDA_FWD_VBLOCK_DEFAULT;
+  setenv("CAKE_DEVICE_SMS", "132", 1);
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 3 * 2 * 8 = 48 <= 264 */
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
+  cake_plan_free(plan);
+  setenv("CAKE_DEVICE_SMS", "23", 1);
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 48 > 46 */
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
+  cake_plan_free(plan);
+  d.cu_seqlens = NULL; /* one document: 16 <= 46 */
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
+  cake_plan_free(plan);
+  o.vblock = KDA_FWD_VBLOCK_V32; /* given wins */
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
+  cake_plan_free(plan);
+  /* the hand-written entry keeps its behaviour: vblock 0 chooses, 16 / 32 force */
+  cake_kda_options ko = {"external", 0, 1, 0.25, 0, 0, 2};
+  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, NULL, 0, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
+  cake_plan_free(plan);
+  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, cu, 3, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
+  cake_plan_free(plan);
+  ko.vblock = 16;
+  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, cu, 3, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
+  cake_plan_free(plan);
+  unsetenv("CAKE_DEVICE_SMS");
+  d.cu_seqlens = cu;
   o.gate = KDA_FWD_GATE_SAFE; /* not compiled into this package */
   assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_ERR_NOT_FOUND);
   cake_package_free(pkg);

@@ -513,6 +513,28 @@ static const struct {
     {"'expr': 'H >= 0'", "'expr': 'H == 2 & T == 1'", "unexpected '& T == 1' after the expression"},
     {"'expr': 'H >= 0'", "'expr': 'H == 2x'", "a name cannot start with a digit"},
     {"'expr': 'H >= 0'", "'expr': 'H == 2.5'", "unexpected '.5' after the expression"},
+    /* prefer clauses of an option: each a value among the option's, a text, a location, and a
+       condition over the program's dims and the device facts (SMS) */
+#define PREFER_AT "'values': ['a', 'b']}"
+#define PREFER(x) "'values': ['a', 'b'], 'prefer': " x "}"
+#define GOOD_CLAUSE "{'value': 'b', 'text': 'H <= 2 * SMS', 'expr': 'H <= 2 * SMS', 'loc': 'p.cake:2:30'}"
+    {PREFER_AT, PREFER("3"), "option 'm': 'prefer' must be an array, not a number"},
+    {PREFER_AT, PREFER("[3]"), "option 'm' prefer[0]: must be an object, not a number"},
+    {PREFER_AT, PREFER("[" GOOD_CLAUSE ", 3]"), "option 'm' prefer[1]: must be an object, not a number"},
+    {PREFER_AT, PREFER("[{'text': 'H > 1', 'expr': 'H > 1', 'loc': 'p.cake:2:30'}]"), "option 'm' prefer[0]: 'value' is missing"},
+    {PREFER_AT, PREFER("[{'value': 'c', 'text': 'H > 1', 'expr': 'H > 1', 'loc': 'p.cake:2:30'}]"),
+     "option 'm' prefer[0]: 'value' is 'c', which is not among the option's values"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'expr': 'H > 1', 'loc': 'p.cake:2:30'}]"), "option 'm' prefer[0]: 'text' is missing"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H > 1'}]"), "option 'm' prefer[0]: 'loc' is missing"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H >\\t1', 'expr': 'H > 1', 'loc': 'p.cake:2:30'}]"),
+     "option 'm' prefer[0]: 'text' holds a character that is not printable ASCII"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'text': 'X > 1', 'expr': 'X > SMS', 'loc': 'p.cake:2:30'}]"),
+     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: 'X' is not a dim"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H * SMS', 'expr': 'H * SMS', 'loc': 'p.cake:2:30'}]"),
+     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: the expression is an integer"},
+    {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
+     "an operand is missing at the end"},
+    {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
     /* the JSON itself */
     {"'chunk': 64", "'chunk': 1e999", "bad number"},
     {"'chunk': 64", "'chunk': 064", "is not valid JSON"},
@@ -673,6 +695,151 @@ static void compiled_requirement_is_enforced(void **st) {
   cake_plan_set_dim(plan, "HV", 8);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
   cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* SYNTH_PROGRAM's option m with the prefer clauses `clauses`, as variant m=`v`. */
+static char *prefer_variant(const char *v, const char *clauses) {
+  char opt[400], var[64];
+  snprintf(opt, sizeof opt, "'value': '%s', 'default': 'a', 'values': ['a', 'b'], 'prefer': %s}", v, clauses);
+  snprintf(var, sizeof var, "'variant': 'm=%s'", v);
+  char *a = replaced(SYNTH_PROGRAM, "'value': 'a', 'default': 'a', 'values': ['a', 'b']}", opt);
+  for (char *c = a; *c; c++)
+    if (*c == '"') *c = '\'';
+  char *b = replaced(a, "'variant': 'm=a'", var);
+  free(a);
+  for (char *c = b; *c; c++)
+    if (*c == '"') *c = '\'';
+  return b;
+}
+
+/* cake_package_choose: given options win, unset ones with prefer clauses
+ * take the first clause that holds for the dims and the device facts, the
+ * others their default; errors name the option and the clause. */
+static void options_are_chosen_from_the_problem(void **st) {
+  const char *clause = "[{'value': 'b', 'text': 'N * H <= 2 * SMS', 'expr': 'N * H <= 2 * SMS', 'loc': 'p.cake:2:30'}]";
+  char *va = prefer_variant("a", clause), *vb = prefer_variant("b", clause);
+  char *m = malloc(strlen(va) + strlen(vb) + 400);
+  sprintf(m, SYNTH_HEAD "%s, %s]}", va, vb);
+  char *mq = q(m);
+  cake_package *pkg;
+  assert_int_equal(load_text(mq, &pkg), CAKE_OK);
+  const cake_program *p;
+  cake_dim_value d4[] = {{"H", 4}}, d1[] = {{"H", 1}};
+  cake_device_facts two = {2}, one = {1};
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d4, 1, 0, &two, &p), CAKE_OK); /* 1 * 4 <= 4 */
+  assert_string_equal(cake_program_variant(p), "m=b");
+  assert_int_equal(cake_package_choose(pkg, "p", "", d4, 1, 0, &one, &p), CAKE_OK); /* 4 > 2: the default */
+  assert_string_equal(cake_program_variant(p), "m=a");
+  assert_int_equal(cake_package_choose(pkg, "p", "m=a", d4, 1, 0, &two, &p), CAKE_OK); /* given wins */
+  assert_string_equal(cake_program_variant(p), "m=a");
+  assert_int_equal(cake_package_choose(pkg, "p", "m=b", d4, 1, 0, &one, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "m=b");
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d1, 1, 2, &one, &p), CAKE_OK); /* documents: N = 2 */
+  assert_string_equal(cake_program_variant(p), "m=b");
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d1, 1, 3, &one, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "m=a");
+  /* the environment stands in for the device (and a caller's facts win over it) */
+  setenv("CAKE_DEVICE_SMS", "2", 1);
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d4, 1, 1, NULL, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "m=b");
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d4, 1, 1, &one, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "m=a");
+  setenv("CAKE_DEVICE_SMS", "1", 1);
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d4, 1, 1, NULL, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "m=a");
+  unsetenv("CAKE_DEVICE_SMS");
+  /* errors */
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, NULL, 0, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_null(p);
+  assert_string_equal(cake_last_error(), "option 'm' of 'p': 'prefer b when N * H <= 2 * SMS' (p.cake:2:30) reads dim "
+                                         "'H', which was not given");
+  assert_int_equal(cake_package_choose(pkg, "p", "m=a", NULL, 0, 0, &two, &p), CAKE_OK); /* given: nothing to read */
+  cake_dim_value bad[] = {{"Z", 1}}, docs[] = {{"N", 1}}, neg[] = {{"H", -1}}, twice[] = {{"H", 1}, {"H", 2}};
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, bad, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "program 'p' has no dim 'Z'");
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, docs, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "dim 'N' is the number of documents: pass it as ndocs");
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, neg, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, twice, 2, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "dim 'H' is given twice");
+  assert_int_equal(cake_package_choose(pkg, "p", "m=c", d4, 1, 0, &two, &p), CAKE_ERR_NOT_FOUND);
+  assert_int_equal(cake_package_choose(pkg, "p", "x=c", d4, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_choose(pkg, "q", NULL, d4, 1, 0, &two, &p), CAKE_ERR_NOT_FOUND);
+  assert_int_equal(cake_package_choose(NULL, "p", NULL, d4, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, NULL, 1, 0, &two, &p), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, d4, 1, -1, &two, &p), CAKE_ERR_ARGUMENT);
+  cake_package_free(pkg);
+  free(mq), free(m), free(va), free(vb);
+
+  /* a clause whose arithmetic fails is an error naming it */
+  const char *div = "[{'value': 'b', 'text': 'H / T <= SMS', 'expr': 'H / T <= SMS', 'loc': 'p.cake:2:30'}]";
+  va = prefer_variant("a", div);
+  m = malloc(strlen(va) + 400);
+  sprintf(m, SYNTH_HEAD "%s]}", va);
+  mq = q(m);
+  assert_int_equal(load_text(mq, &pkg), CAKE_OK);
+  cake_dim_value t0[] = {{"H", 4}, {"T", 0}};
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, t0, 2, 0, &two, &p), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "option 'm' of 'p': 'prefer b when H / T <= SMS' (p.cake:2:30) cannot be "
+                                         "evaluated: H = 4, T = 0, SMS = 2 (a division by zero)");
+  /* the chosen value has no variant in the package */
+  t0[1].value = 8;
+  assert_int_equal(cake_package_choose(pkg, "p", NULL, t0, 2, 0, &two, &p), CAKE_ERR_NOT_FOUND);
+  assert_non_null(strstr(cake_last_error(), "no variant of 'p' with options 'm=b'"));
+  cake_package_free(pkg);
+  free(mq), free(m), free(va);
+
+  /* variants of one program must agree on the clauses */
+  va = prefer_variant("a", clause);
+  vb = prefer_variant("b", div);
+  m = malloc(strlen(va) + strlen(vb) + 400);
+  sprintf(m, SYNTH_HEAD "%s, %s]}", va, vb);
+  mq = q(m);
+  assert_int_equal(load_text(mq, &pkg), CAKE_ERR_PACKAGE);
+  assert_non_null(strstr(cake_last_error(), "option 'm' has other prefer clauses than in an earlier variant of 'p'"));
+  free(mq), free(m), free(va), free(vb);
+}
+
+/* A compiled spec's prefer clause reaches the manifest and chooses the variant. */
+static void compiled_prefer_chooses(void **st) {
+  static const char spec[] =
+      "program pv\n"
+      "option vb = v32 in (v32, v16)\n"
+      "  prefer v16 when N * H * (V / 16) <= 2 * SMS\n"
+      "dim T, N, H\n"
+      "const V = 32, C = 16\n"
+      "sequence T, docs N, chunk C\n"
+      "in  x : f32[T, H, 16]\n"
+      "out y : f32[T, H, 16]\n"
+      "kernel k over (c in chunks, h in H) {\n"
+      "  store y[c, h, :] = load x[c, h, :]\n"
+      "}\n"
+      "entry fwd = k\n";
+  char dir[700];
+  snprintf(dir, sizeof dir, "%.*s/pv-pkg", (int)(strlen(g_pkg) - 4), g_pkg);
+  cake_source src = {"specs/pv.cake", spec};
+  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = dir};
+  cake_result *r;
+  int rc = cake_compile(&src, 1, &opt, &r);
+  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
+  cake_result_free(r);
+  assert_int_equal(rc, 0);
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  const cake_program *p;
+  assert_int_equal(cake_package_variant(pkg, "pv", NULL, &p), CAKE_OK);
+  assert_int_equal(p->options[0].nprefer, 1);
+  assert_string_equal(p->options[0].prefer[0].text, "N * H * (V / 16) <= 2 * SMS");
+  assert_string_equal(p->options[0].prefer[0].expr, "N * H * (32 / 16) <= 2 * SMS");
+  assert_string_equal(p->options[0].prefer[0].loc, "pv.cake:3:19");
+  cake_device_facts f = {132};
+  cake_dim_value h[] = {{"T", 4096}, {"H", 132}};
+  assert_int_equal(cake_package_choose(pkg, "pv", NULL, h, 2, 1, &f, &p), CAKE_OK); /* 264 <= 264 */
+  assert_string_equal(cake_program_variant(p), "vb=v16");
+  h[1].value = 133;
+  assert_int_equal(cake_package_choose(pkg, "pv", NULL, h, 2, 1, &f, &p), CAKE_OK);
+  assert_string_equal(cake_program_variant(p), "vb=v32");
   cake_package_free(pkg);
 }
 
@@ -1263,6 +1430,7 @@ int main(void) {
       cmocka_unit_test(synthetic_package_loads_and_plans), cmocka_unit_test(manifest_values_are_validated),
       cmocka_unit_test(oversized_requirements_are_rejected), cmocka_unit_test(requirements_are_checked_at_finalize),
       cmocka_unit_test(compiled_requirement_is_enforced),
+      cmocka_unit_test(options_are_chosen_from_the_problem), cmocka_unit_test(compiled_prefer_chooses),
       cmocka_unit_test(duplicate_programs_are_rejected), cmocka_unit_test(audit_manifests),
       cmocka_unit_test(missing_file_names_its_cause), cmocka_unit_test(files_stay_inside_the_package),
       cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),

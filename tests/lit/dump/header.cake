@@ -1,11 +1,13 @@
 // cakec --emit=header: typed C launchers. Enums with 0 = the default, the
 // union of the variants' tensors with when each exists, C keywords as
 // field names get a trailing '_', one validate/launch pair per entry; the
-// dims struct lists the requirements of every variant.
+// dims struct lists the requirements of every variant; an option with prefer
+// clauses left at DEFAULT is chosen by the plan (cake_package_choose).
 // RUN: %cakec %s --emit=header | FileCheck %s
 // RUN: %cakec %s --emit=header > %t.a && %cakec %s --emit=header > %t.b && cmp %t.a %t.b
 program hdr
 option mode = lin in (exp, lin)
+option tile = t32 in (t32, t16) prefer t16 when N * H <= 2 * SMS
 dim T, H, N
 const C = 16
 sequence T, docs N, chunk C
@@ -37,10 +39,15 @@ entry only_k = k
 // CHECK-NEXT:   HDR_MODE_DEFAULT = 0,
 // CHECK-NEXT:   HDR_MODE_EXP = 1,
 // CHECK-NEXT:   HDR_MODE_LIN = 2,
+// CHECK: /* option tile: DEFAULT is chosen by hdr_plan from the dims and the device:
+// CHECK-NEXT:  *   prefer t16 when N * H <= 2 * SMS  (header.cake:10:49)
+// CHECK-NEXT:  * else t32 */
+// CHECK-NEXT: typedef enum hdr_tile {
+// CHECK-NEXT:   HDR_TILE_DEFAULT = 0,
 // CHECK: /* The problem's dims (every one is required).
 // CHECK-NEXT: * The plan checks the spec's requirements:
-// CHECK-NEXT: *   require H > 0  (header.cake:12:9)
-// CHECK-NEXT: *   require T % C == 0 || N > 1  (header.cake:14:11)
+// CHECK-NEXT: *   require H > 0  (header.cake:14:9)
+// CHECK-NEXT: *   require T % C == 0 || N > 1  (header.cake:16:11)
 // CHECK-NEXT: */
 // CHECK-NEXT: typedef struct hdr_dims {
 // CHECK-NEXT:   int64_t T; /* tokens of the packed sequence */
@@ -54,7 +61,10 @@ entry only_k = k
 // CHECK-NEXT: cake_tensor h0; /* in optional f32[N, H, 8] */
 // CHECK-NEXT: cake_tensor do_; /* out f32[T, H, 8] */
 // CHECK: static const char *const values[] = {"lin", "exp", "lin"};
-// CHECK: cake_package_variant(pkg, "hdr", variant, &prog)
+// CHECK: if (k) { /* DEFAULT: left to the prefer clauses */
+// CHECK: const cake_dim_value dims
+// CHECK-SAME: "T", d->T}, {"H", d->H}};
+// CHECK-NEXT: if ((s = cake_package_choose(pkg, "hdr", variant, dims, 2, d->cu_seqlens ? d->ndocs : 0, NULL, &prog))) return s;
 // CHECK: cake_plan_set_dim(plan, "T", d->T);
 // CHECK: cake_plan_set_docs(plan, d->cu_seqlens, d->ndocs);
 // CHECK: cake_plan_set_param(plan, "beta", p->beta.value);
