@@ -65,8 +65,8 @@ for h in $harnesses; do
   flags=(-max_total_time="$secs" -timeout="$timeout" -max_len=$max_len -rss_limit_mb=4096
          -dict=tests/fuzz/fuzz_$h.dict -artifact_prefix="$found/" -print_final_stats=1)
   if [ "${CAKE_FUZZ_JOBS:-1}" -gt 1 ]; then flags+=(-fork="$CAKE_FUZZ_JOBS" -ignore_crashes=1); fi
-  # shellcheck disable=SC2086
   rc=0
+  # shellcheck disable=SC2086
   "$B/fuzz/fuzz_$h" "${flags[@]}" ${CAKE_FUZZ_FLAGS:-} "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
   runs=$(grep -h 'stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
   if [ "${CAKE_FUZZ_JOBS:-1}" -gt 1 ]; then

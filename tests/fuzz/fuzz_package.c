@@ -225,6 +225,22 @@ static void use_package(const cake_package *pkg, const cJSON *m) {
     if (!name) abort(); /* in range: a name */
     if (cake_package_program(pkg, name, &prog) == CAKE_OK) use_program(pkg, prog, m, name);
     if (cake_package_variant(pkg, name, NULL, &prog) == CAKE_OK) use_program(pkg, prog, m, name);
+    /* the variant its prefer clauses choose for a problem (dims from the manifest) */
+    const cJSON *mp = manifest_program(m, name, NULL), *d;
+    cake_dim_value dims[8];
+    int nd = 0;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(mp, "dims")) {
+      const cJSON *dn = cJSON_GetObjectItemCaseSensitive(d, "name"), *r = cJSON_GetObjectItemCaseSensitive(d, "role");
+      const char *role = cJSON_IsString(r) ? r->valuestring : "";
+      if (!cJSON_IsString(dn) || nd == 8 || !strcmp(role, "docs") || !strcmp(role, "chunks")) continue;
+      dims[nd].name = dn->valuestring;
+      dims[nd].value = !strcmp(role, "tokens") ? 4096 : 16;
+      nd++;
+    }
+    for (int sms = 1; sms <= 132; sms += 131) {
+      cake_device_facts facts = {.sms = sms};
+      if (cake_package_choose(pkg, name, NULL, dims, nd, 2, &facts, &prog) == CAKE_OK) use_program(pkg, prog, m, name);
+    }
     /* every variant the manifest lists, by its options */
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(m, "programs")) {

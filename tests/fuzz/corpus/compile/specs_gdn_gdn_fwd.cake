@@ -2,7 +2,7 @@ program gdn_fwd
 
 option qk_norm = true in (true, false)
 option beta_logits = false in (true, false)
-option vblock = v32 in (v32, v16)
+option vblock = v32 in (v32, v16) prefer v16 when N * H * (V / 16) <= 2 * SMS
 
 dim   T, N, H
 const K = 128, V = 128, C = 64

@@ -3,7 +3,7 @@ program kda_fwd
 option gate = safe in (safe, softplus, external)
 option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
-option vblock = v32 in (v32, v16)
+option vblock = v32 in (v32, v16) prefer v16 when N * HV * (V / 16) <= 2 * SMS
 
 dim   T, N, H, HV                     // tokens, documents, key heads, value heads
 require HV % H == 0

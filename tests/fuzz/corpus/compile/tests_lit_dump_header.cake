@@ -1,5 +1,6 @@
 program hdr
 option mode = lin in (exp, lin)
+option tile = t32 in (t32, t16) prefer t16 when N * H <= 2 * SMS
 dim T, H, N
 const C = 16
 sequence T, docs N, chunk C
