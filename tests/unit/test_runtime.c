@@ -45,6 +45,19 @@ static int make_package(void **st) {
   return rc;
 }
 
+/* Compile `spec` (named `name`) for sm_90a into the package directory
+ * `sub` beside the test's package; its path goes to `dir`. */
+static int compile_spec_text(const char *spec, const char *name, const char *sub, char *dir, size_t n) {
+  snprintf(dir, n, "%.*s/%s", (int)(strlen(g_pkg) - 4), g_pkg, sub);
+  cake_source src = {name, spec};
+  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = dir};
+  cake_result *r;
+  int rc = cake_compile(&src, 1, &opt, &r);
+  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
+  cake_result_free(r);
+  return rc;
+}
+
 static int remove_package(void **st) {
   char dir[500], cmd[1100];
   snprintf(dir, sizeof dir, "%s", g_pkg);
@@ -671,14 +684,7 @@ static void compiled_requirement_is_enforced(void **st) {
       "}\n"
       "entry fwd = k\n";
   char dir[700];
-  snprintf(dir, sizeof dir, "%.*s/gva-pkg", (int)(strlen(g_pkg) - 4), g_pkg);
-  cake_source src = {"specs/gva.cake", spec};
-  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = dir};
-  cake_result *r;
-  int rc = cake_compile(&src, 1, &opt, &r);
-  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
-  cake_result_free(r);
-  assert_int_equal(rc, 0);
+  assert_int_equal(compile_spec_text(spec, "specs/gva.cake", "gva-pkg", dir, sizeof dir), 0);
   cake_package *pkg;
   assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
   const cake_program *p;
@@ -817,14 +823,7 @@ static void compiled_prefer_chooses(void **st) {
       "}\n"
       "entry fwd = k\n";
   char dir[700];
-  snprintf(dir, sizeof dir, "%.*s/pv-pkg", (int)(strlen(g_pkg) - 4), g_pkg);
-  cake_source src = {"specs/pv.cake", spec};
-  cake_options opt = {.emit = "package", .archs = "sm_90a", .output = dir};
-  cake_result *r;
-  int rc = cake_compile(&src, 1, &opt, &r);
-  if (rc) fprintf(stderr, "%s", cake_result_diagnostics(r));
-  cake_result_free(r);
-  assert_int_equal(rc, 0);
+  assert_int_equal(compile_spec_text(spec, "specs/pv.cake", "pv-pkg", dir, sizeof dir), 0);
   cake_package *pkg;
   assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
   const cake_program *p;
