@@ -54,29 +54,43 @@ case "${1:-}" in
     # Every GPU test on its small shapes (--quick) under each compute-sanitizer
     # tool; any report fails the step (--error-exitcode), and so does a run
     # past CAKE_SANITIZE_TIMEOUT seconds (exit 124). CAKE_SANITIZERS narrows
-    # the tools.
+    # the tools, CAKE_SANITIZE_TESTS the tests; CAKE_SANITIZE_JOBS runs that
+    # many (tool, test) pairs at once (default 1).
     shift
     mkdir -p "$out"
     cs="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
     [ -x "$cs" ] || cs=compute-sanitizer
-    status=0 summary=""
-    for tool in ${CAKE_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
-      extra=""
+    one() {  # tool test [args...]: one sanitizer run, its summary line in $out
+      local tool=$1 name=$2 extra="" rc=0 start secs log
+      shift 2
       [ "$tool" = memcheck ] && extra="--leak-check full"
       [ "$tool" = racecheck ] && extra="--racecheck-report all"
-      for t in .carry/bin/test_*; do
-        name=$(basename "$t")
-        log="$out/sanitize-$tool-$name.log"
-        start=$(date +%s)
-        rc=0
-        timeout "${CAKE_SANITIZE_TIMEOUT:-900}" "$cs" --tool "$tool" $extra --error-exitcode 97 --print-limit 20 \
-          "$t" "$(package_of "$name")" --quick "$@" >"$log" 2>&1 || rc=$?
-        secs=$(( $(date +%s) - start ))
-        summary_line="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
-        [ $rc = 0 ] || status=1
-        summary+="$(printf '%-10s %-10s %4ss %-18s %s' "$tool" "$name" "$secs" \
-          "$([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)")" "$summary_line")"$'\n'
-        [ $rc = 0 ] || tail -30 "$log"
+      log="$out/sanitize-$tool-$name.log" start=$(date +%s)
+      timeout "${CAKE_SANITIZE_TIMEOUT:-900}" "$cs" --tool "$tool" $extra --error-exitcode 97 --print-limit 20 \
+        ".carry/bin/$name" "$(package_of "$name")" --quick "$@" >"$log" 2>&1 || rc=$?
+      secs=$(( $(date +%s) - start ))
+      printf '%-10s %-15s %4ss %-18s %s\n' "$tool" "$name" "$secs" \
+        "$([ $rc = 0 ] && echo PASS || echo "FAIL (exit $rc)")" \
+        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')" >"$log.status"
+      [ $rc = 0 ] || tail -30 "$log"
+    }
+    tests="${CAKE_SANITIZE_TESTS:-$(cd .carry/bin && ls test_*)}"
+    pids=()
+    for tool in ${CAKE_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
+      for name in $tests; do
+        while [ "$(jobs -rp | wc -l)" -ge "${CAKE_SANITIZE_JOBS:-1}" ]; do sleep 1; done
+        one "$tool" "$name" "$@" &
+        pids+=($!)
+      done
+    done
+    wait "${pids[@]}" || true
+    status=0 summary=""
+    for tool in ${CAKE_SANITIZERS:-memcheck racecheck synccheck initcheck}; do
+      for name in $tests; do
+        f="$out/sanitize-$tool-$name.log.status"
+        line="$(cat "$f" 2>/dev/null || echo "$tool $name: no result")"
+        case "$line" in *" PASS "*) ;; *) status=1 ;; esac
+        summary+="$line"$'\n'
       done
     done
     printf '== compute-sanitizer summary\n%s' "$summary" | tee "$out/sanitize-summary.txt"
