@@ -52,6 +52,9 @@ int cake_result_error_count(const cake_result *r);
 void cake_result_free(cake_result *r);
 
 const char *cake_version(void);
+/* The GNU build id (hex) of the binary the compiler is linked into, "" when
+ * it has none; compiled kernels are cached under it (--cache-dir). */
+const char *cake_build_id(void);
 const char *cake_default_archs(void);
 /* The targets --arch accepts, one line each: the PTX target, shared memory
  * per block and per multiprocessor, registers, the code-generation path its

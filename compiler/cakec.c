@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
       free(options);
       return 0;
     } else if (!strcmp(a, "--version")) {
-      printf("%s\n", cake_version());
+      printf("%s\nbuild %s\n", cake_version(), *cake_build_id() ? cake_build_id() : "(no build id)");
       free(srcs);
       return 0;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

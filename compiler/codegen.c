@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cache.h"
+#include "cake.h"
 #include "codegen.h"
 #include "jobs.h"
 
@@ -146,7 +147,7 @@ int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKern
   buf_init(&t);
   buf_puts(&t, text);
   buf_printf(&t, "emit %s\n", g->emit >= EMIT_CUBIN ? "cubin" : g->emit == EMIT_PTX ? "ptx" : "text");
-  if (g->cache_dir) buf_printf(&t, "ptxas %s\n", backend_ptxas_version(g->be));
+  if (g->cache_dir) buf_printf(&t, "build %s\nptxas %s\n", cake_build_id(), backend_ptxas_version(g->be));
   char key[65];
   sha256_hex(t.data, t.len, key);
   buf_free(&t);
@@ -239,6 +240,9 @@ static void label(CodegenUnit *u) {
 
 void codegen_run(Codegen *g, Buf *notes) {
   double t0 = now_seconds();
+  if (g->cache_dir && !*cake_build_id())
+    note_cache_trouble(g, notes, "this compiler was linked without a build id (-Wl,--build-id), so its kernels "
+                                 "cannot be told from another build's");
   int *todo = malloc(sizeof(int) * (size_t)(g->nunits + 1));
   int ntodo = 0;
   for (int i = 0; i < g->nunits; i++) {
