@@ -139,6 +139,8 @@ MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, in
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
 MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);
+/* exp on the fast unit (ex2.approx, subnormal results flushed to 0) */
+MlirValue lk_exp(LK *L, MlirValue x);
 int cols_of(CirType t);
 
 /* lower_async.c: tile loads with cp.async */
@@ -167,6 +169,8 @@ typedef struct View {
 } View;
 View operand_view(LK *L, const CirInst *op, int which);
 Vals view_vals(LK *L, const View *v, MlirValue r, MlirValue c, int W); /* f32 lanes */
+/* x from lane (lane ^ offset); every lane of the warp must take part */
+MlirValue lk_shuffle_xor(LK *L, MlirValue x, int offset);
 void lower_reduce(LK *L, const CirInst *in);
 void lower_scan(LK *L, const CirInst *in);
 void lower_solve(LK *L, const CirInst *in);

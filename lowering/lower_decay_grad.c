@@ -12,12 +12,6 @@
  * or recomputed when cheap). */
 #include "lower.h"
 
-static MlirValue exp_approx(LK *L, MlirValue d) { /* exp(d) = 2^(d log2 e) */
-  Mlb *b = &L->b;
-  MlirValue x = mlb_bin(b, "arith.mulf", d, mlb_f32(b, 1.4426950408889634));
-  return mlb_intrinsic(b, "llvm.nvvm.ex2.approx.f32", b->f32, 1, &x);
-}
-
 typedef struct DmmCtx {
   const CirInst *in;
   View m, x, g;
@@ -44,7 +38,7 @@ static void dmm_elem(LK *L, MlirValue e, void *vctx) {
   MlirValue gt = view_vals(L, &s->g, t, c, 1).v[0];
   MlirValue d = row_side ? mlb_bin(b, "arith.subf", gi, gt) : mlb_bin(b, "arith.subf", gt, gi);
   MlirValue mx = mlb_bin(b, "arith.mulf", mv, xv);
-  MlirValue term = mlb_bin(b, "arith.mulf", mx, exp_approx(L, d));
+  MlirValue term = mlb_bin(b, "arith.mulf", mx, lk_exp(L, d));
   MlirValue acc = mlb_bin(b, "arith.addf", loop.iter[0], term);
   mlb_for_end(b, &loop, 1, &acc);
   Vals y = {.n = 1};

@@ -282,9 +282,11 @@ static MlirValue approx(LK *L, const char *name, MlirValue x) {
   return mlb_intrinsic(&L->b, name, L->b.f32, 1, &x);
 }
 
-static MlirValue f_exp(LK *L, MlirValue x) {
+/* exp(x) = 2^(x log2 e) on the fast unit, subnormal results flushed to 0 */
+MlirValue lk_exp(LK *L, MlirValue x) {
   Mlb *b = &L->b;
-  return approx(L, "llvm.nvvm.ex2.approx.f32", mlb_bin(b, "arith.mulf", x, mlb_f32(b, 1.4426950408889634)));
+  MlirValue y = mlb_binf_c(b, "arith.mulf", x, 1.4426950408889634);
+  return approx(L, "llvm.nvvm.ex2.approx.ftz.f32", y);
 }
 
 static MlirValue f_log(LK *L, MlirValue x) {
@@ -297,11 +299,11 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
   switch (op) {
     case OP_NEG:
       return dt == DT_I32 ? mlb_bin(b, "arith.subi", mlb_i32(b, 0), x) : mlb_cast(b, "arith.negf", x, b->f32);
-    case OP_EXP: return f_exp(L, x);
-    case OP_EXP2: return approx(L, "llvm.nvvm.ex2.approx.f32", x);
+    case OP_EXP: return lk_exp(L, x);
+    case OP_EXP2: return approx(L, "llvm.nvvm.ex2.approx.ftz.f32", x);
     case OP_LOG: return f_log(L, x);
     case OP_SIGMOID: {
-      MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", x, b->f32));
+      MlirValue e = lk_exp(L, mlb_cast(b, "arith.negf", x, b->f32));
       MlirValue one = mlb_f32(b, 1.0);
       return mlb_bin(b, "arith.divf", one, mlb_bin(b, "arith.addf", one, e));
     }
@@ -310,7 +312,7 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
        * the interpreter computes it. log1p(e) = log(u) e / (u - 1) with
        * u = 1 + e rounded, and e itself when u rounds to 1: accurate to the
        * approximations' error for every x, no cut-off. */
-      MlirValue e = f_exp(L, mlb_cast(b, "arith.negf", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x), b->f32));
+      MlirValue e = lk_exp(L, mlb_cast(b, "arith.negf", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x), b->f32));
       MlirValue u = mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e);
       MlirValue lu = f_log(L, u);
       MlirValue l = mlb_bin(b, "arith.mulf", lu, mlb_bin(b, "arith.divf", e, mlb_binf_c(b, "arith.subf", u, 1.0)));

@@ -51,13 +51,22 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
 
 static void emit_block(LK *L, const CirBlock *blk);
 
-/* Has the scan body a prefetched tile to copy at body position `at` (any
- * position when at < 0)? */
+/* Which prefetched tiles a copy is for: every one (the first step's,
+ * before the loop), the double-buffered ones (at the top of a step, for the
+ * next), or the single-buffered ones whose last read is at body position
+ * `at` (>= 0). */
+enum { DUE_ALL = -1, DUE_TOP = -2 };
+
+static int prefetch_is_due(const Home *h, int at) {
+  if (h->async_mode != ASYNC_PREFETCH) return 0;
+  if (at == DUE_ALL) return 1;
+  if (at == DUE_TOP) return h->nbufs == 2;
+  return h->nbufs == 1 && h->refill_after == at;
+}
+
 static int prefetch_due(LK *L, const CirBlock *body, int at) {
-  for (int i = 0; i < body->len; i++) {
-    const Home *h = home_of(L, body->insts[i]);
-    if (h->async_mode == ASYNC_PREFETCH && (at < 0 || h->refill_after == at)) return 1;
-  }
+  for (int i = 0; i < body->len; i++)
+    if (prefetch_is_due(home_of(L, body->insts[i]), at)) return 1;
   return 0;
 }
 
@@ -78,12 +87,12 @@ static int depends_on_index(const CirInst *v, const CirInst *cv, int depth) {
   return 0;
 }
 
-/* Copy the prefetched tiles of step `chunk` (all of them when at < 0, else
- * those whose last read is at body position `at`) into their buffers: the
- * loop's index (and, in a scan, the chunk's rows) stand for that step
- * meanwhile, and the body's scalars computed from the index (a window index
- * like `h * G + i`) are computed again from it. */
-static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at) {
+/* Copy the prefetched tiles of step `chunk` that are due (prefetch_is_due)
+ * into their buffers (buffer `which` of a double-buffered tile; null: its
+ * first): the loop's index (and, in a scan, the chunk's rows) stand for that
+ * step meanwhile, and the body's scalars computed from the index (a window
+ * index like `h * G + i`) are computed again from it. */
+static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirValue chunk, int at, MlirValue which) {
   Home *ch = home_of(L, cv);
   Home saved_home = *ch;
   ChunkInfo saved = L->chunks[cv->id];
@@ -102,9 +111,9 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
   for (int i = 0; i < body->len; i++) {
     const CirInst *in = body->insts[i];
     Home *h = home_of(L, in);
-    if (h->async_mode != ASYNC_PREFETCH || (at >= 0 && h->refill_after != at)) continue;
+    if (!prefetch_is_due(h, at)) continue;
     lk_set_loc(L, in);
-    async_copy(L, in, mlb_i32(&L->b, h->offset));
+    async_copy(L, in, mlirValueIsNull(which) ? mlb_i32(&L->b, h->offset) : carry_addr(L, h, which));
   }
   for (int i = 0; i < body->len; i++)
     if (unemitted[i]) home_of(L, body->insts[i])->emitted = 1;
@@ -122,7 +131,7 @@ static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
   if (!barrier_done) mlb_barrier(b); /* every thread is done reading the buffer */
   MlbIf more;
   mlb_if_begin(b, &more, L->scan_has_next, 0, NULL);
-  emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_next, at);
+  emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_next, at, (MlirValue){0});
   mlb_if_else(b, &more, 0, NULL);
   mlb_if_end(b, &more, 0, NULL);
   async_commit(L);
@@ -158,13 +167,13 @@ static void emit_for(LK *L, const CirInst *f) {
   const CirInst *cv = NULL;
   for (int i = 0; i < body->len; i++)
     if (body->insts[i]->op == OP_CHUNKVAR || body->insts[i]->op == OP_LOOPVAR) cv = body->insts[i];
-  int prefetch = prefetch_due(L, body, -1);
+  int prefetch = prefetch_due(L, body, DUE_ALL);
   /* the first chunk's prefetched tiles go to buffer 0 before the loop */
   if (prefetch) {
     MlirValue first = f->reverse ? mlb_bin(b, "arith.subi", hi, one) : lo;
     MlbIf any;
     mlb_if_begin(b, &any, mlb_cmpi(b, "sgt", count, zero), 0, NULL);
-    emit_prefetch(L, body, cv, first, -1);
+    emit_prefetch(L, body, cv, first, DUE_ALL, (MlirValue){0});
     mlb_if_else(b, &any, 0, NULL);
     mlb_if_end(b, &any, 0, NULL);
     async_commit(L);
@@ -186,6 +195,20 @@ static void emit_for(LK *L, const CirInst *f) {
     L->scan_has_next = mlb_cmpi(b, "slt", mlb_add(b, step, one), count);
     async_wait(L, 0);
     mlb_barrier(b);
+    /* double-buffered tiles: this step reads buffer `phase`; the next
+     * step's copy goes to the other, read last by the previous step */
+    for (int i = 0; i < body->len; i++) {
+      Home *h = home_of(L, body->insts[i]);
+      if (prefetch_is_due(h, DUE_TOP)) h->dyn = carry_addr(L, h, phase);
+    }
+    if (prefetch_due(L, body, DUE_TOP)) {
+      MlbIf more;
+      mlb_if_begin(b, &more, L->scan_has_next, 0, NULL);
+      emit_prefetch(L, body, cv, L->scan_next, DUE_TOP, other);
+      mlb_if_else(b, &more, 0, NULL);
+      mlb_if_end(b, &more, 0, NULL);
+      async_commit(L);
+    }
   }
   const CirInst *yield = NULL;
   for (int i = 0; i < body->len; i++) {
@@ -216,6 +239,10 @@ static void emit_for(LK *L, const CirInst *f) {
   L->scan_body = NULL;
   mlb_for_end(b, &loop, 1, &other);
   MlirValue final_phase = mlb_res(loop.op, 0);
+  for (int i = 0; i < body->len; i++) { /* (their buffer addresses were the body's own values) */
+    Home *h = home_of(L, body->insts[i]);
+    if (prefetch_is_due(h, DUE_TOP)) h->dyn = (MlirValue){0};
+  }
   /* the scan's results alias the carry buffers holding the last values */
   for (int i = 0; i < body->len; i++) {
     const CirInst *c = body->insts[i];

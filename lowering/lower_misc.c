@@ -98,7 +98,7 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
   mlb_for_end(b, &lines, 0, NULL);
 }
 
-static MlirValue shuffle_xor(LK *L, MlirValue x, int offset) {
+MlirValue lk_shuffle_xor(LK *L, MlirValue x, int offset) {
   Mlb *b = &L->b;
   MlirValue lane_mask = mlb_i32(b, offset);
   MlirValue width = mlb_i32(b, 32);
@@ -129,7 +129,7 @@ static void warp_reduce(LK *L, const CirInst *in) {
     acc = is_max ? mlb_bin(b, "arith.maximumf", acc, x) : mlb_bin(b, "arith.addf", acc, x);
   }
   for (int off = 16; off >= 1; off /= 2) {
-    MlirValue y = shuffle_xor(L, acc, off);
+    MlirValue y = lk_shuffle_xor(L, acc, off);
     acc = is_max ? mlb_bin(b, "arith.maximumf", acc, y) : mlb_bin(b, "arith.addf", acc, y);
   }
   MlbIf first;

@@ -647,6 +647,65 @@ static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
   }
 }
 
+/* Every buffer placed: the plan's bytes (and offsets written to the homes). */
+static long long allocate_all(LK *L, const Plan *P, int trace) {
+  Buf1 *bufs = NULL;
+  int n = 0, cap = 0;
+  collect_bufs(L, &L->k->body, &bufs, &n, &cap);
+  long long bytes = allocate(bufs, n, L->target->smem_per_block);
+  if (trace) {
+    L->smem_bytes = bytes;
+    trace_plan(L, P, bufs, n);
+  }
+  free(bufs);
+  return bytes;
+}
+
+/* Blocks per multiprocessor that `bytes` of shared memory allow (at most
+ * two, as lower_kernel asks of ptxas). */
+static int blocks_per_sm(const LK *L, long long bytes) {
+  if (bytes > L->target->smem_per_block) return 0;
+  return 2 * (bytes + L->target->smem_reserved) <= L->target->smem_per_sm ? 2 : 1;
+}
+
+static void collect_prefetches(LK *L, const CirBlock *b, const CirInst **v, int *n) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (home_of(L, in)->async_mode == ASYNC_PREFETCH) v[(*n)++] = in;
+    if (in->body) collect_prefetches(L, in->body, v, n);
+  }
+}
+
+/* A prefetched tile has one buffer, refilled for the next step after its
+ * last read: a tile read late in the step gets its copy late, and the next
+ * step waits for it. With two buffers the copy for step i + 1 is issued at
+ * the top of step i (into the buffer step i - 1 read). Tiles get a second
+ * buffer latest refill first, as long as the blocks per multiprocessor
+ * that shared memory allows stay what they were. */
+static void double_buffer_prefetches(LK *L, const Plan *P) {
+  int occ = blocks_per_sm(L, L->smem_bytes);
+  if (!occ) return;
+  const CirInst **v = cake_xcalloc((size_t)L->nids + 1, sizeof *v);
+  int n = 0;
+  collect_prefetches(L, &L->k->body, v, &n);
+  /* latest refill first; ties in program order (deterministic) */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0; j--) {
+      const Home *a = home_of(L, v[j - 1]), *b = home_of(L, v[j]);
+      if (a->refill_after > b->refill_after || (a->refill_after == b->refill_after && L->pos[v[j - 1]->id] < L->pos[v[j]->id]))
+        break;
+      const CirInst *t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  for (int i = 0; i < n; i++) {
+    Home *h = home_of(L, v[i]);
+    h->nbufs = 2;
+    if (blocks_per_sm(L, allocate_all(L, P, 0)) < occ) h->nbufs = 1;
+  }
+  free(v);
+}
+
 void plan_kernel(LK *L) {
   Plan P = {0};
   P.L = L;
@@ -657,12 +716,9 @@ void plan_kernel(LK *L) {
   plan_in_place_carries(L, &L->k->body);
   plan_epilogues(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
-  Buf1 *bufs = NULL;
-  int n = 0, cap = 0;
-  collect_bufs(L, &L->k->body, &bufs, &n, &cap);
-  L->smem_bytes = allocate(bufs, n, L->target->smem_per_block);
-  if (getenv("CAKE_TRACE_PLAN")) trace_plan(L, &P, bufs, n);
-  free(bufs);
+  L->smem_bytes = allocate_all(L, &P, 0);
+  double_buffer_prefetches(L, &P);
+  L->smem_bytes = allocate_all(L, &P, getenv("CAKE_TRACE_PLAN") != NULL);
   free(P.all);
 }
 

@@ -31,7 +31,7 @@ entry bwd = grads, total
 // CHECK-LABEL: // ---- kernel decay_grad_ptx_grads_{{[0-9a-f]+}}
 // SM90: .target sm_90a
 // SM100: .target sm_100a
-// CHECK: ex2.approx.f32
+// CHECK: ex2.approx.ftz.f32
 // CHECK-LABEL: // ---- kernel decay_grad_ptx_total_{{[0-9a-f]+}}
 // CHECK: .maxntid 128, 1, 1
 // CHECK: bra

@@ -13,7 +13,7 @@
 // SM90-DAG: cp.async.cg.shared.global
 // CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// CHECK-DAG: ex2.approx.f32
+// CHECK-DAG: ex2.approx.ftz.f32
 // CHECK-LABEL: // ---- kernel kda_fwd_chain_{{[0-9a-f]+}}
 // CHECK: .maxntid 128, 1, 1
 // CHECK-DAG: cp.async.wait_group 0

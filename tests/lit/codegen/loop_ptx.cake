@@ -2,8 +2,8 @@
 // index is computed from grid indices and dims (a key head h / (HV / H))
 // are still copied with cp.async at the kernel's start, and a window
 // indexed by the loop (the group's heads, g * G + i) is copied for the
-// next step while the current one runs (after its last read), with the
-// index computed again for that step.
+// next step while the current one runs (double-buffered: at the top of the
+// step), with the index computed again for that step.
 // RUN: %cakec %s --emit=mlir --arch=sm_90a | FileCheck %s
 // RUN: %cakec %s --emit=ptx --arch=sm_90a | FileCheck %s --check-prefix=PTX
 program loop_ptx
@@ -39,12 +39,13 @@ entry fwd = k
 // CHECK-NEXT: [[I:%[0-9]+]] = arith.addi %{{.*}}, %[[S]] : i32
 // CHECK: [[NEXT:%[0-9]+]] = arith.addi [[I]], %c1
 // CHECK: nvvm.cp.async.wait.group 0
-// CHECK: nvvm.mma.sync
-// the next step's copy of v, at index (h / G) * G + (i + 1)
+// the next step's copy of v, at index (h / G) * G + (i + 1), into the
+// other buffer before this step's work
 // CHECK: scf.if
 // CHECK: arith.addi %{{[0-9]+}}, [[NEXT]] : i32
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.mma.sync
 // PTX: .maxntid 128, 1, 1
 // PTX: cp.async.cg.shared.global
 // PTX: cp.async.wait_group 0

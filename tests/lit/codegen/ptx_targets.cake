@@ -15,5 +15,5 @@
 // COMMON-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // COMMON-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // COMMON-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// COMMON-DAG: ex2.approx.f32
+// COMMON-DAG: ex2.approx.ftz.f32
 // COMMON-DAG: bar.sync 0
