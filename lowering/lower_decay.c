@@ -8,10 +8,7 @@
  *     D = (a * exp(g - g[p])) (b * exp(g[p] - g))^T over the rows of I and J:
  *     both factors are <= 1 (r >= p > j), so the bf16 operands of the
  *     tensor-core product cannot overflow;
- *   diagonal blocks: exactly in fp32 by a running product down each column:
- *     E[r, j, c] = E[r - 1, j, c] exp(g[r, c] - g[r - 1, c]), E[j, j, c] = 1,
- *     so each row step costs one exponential, one multiply and one FMA per
- *     channel; every factor is <= 1 (see diag_task below).
+ *   diagonal blocks: element by element in fp32.
  * Operand staging, for each block row I >= 1 in turn, in buffers reused from
  * row to row: a' = a * exp(g - g[16 I]) for the rows of block I, and
  * b' = b * exp(g[16 I] - g) for the rows j < 16 I. */
@@ -52,145 +49,6 @@ static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, v
 static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValue col) {
   Mlb *b = &L->b;
   return mlb_add(b, base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, row, stride), col), 2));
-}
-
-/* ------------------------------------------------------------------ */
-/* Diagonal blocks by a running product.
- *
- * Block d's entry (r, j), j <= r, is sum_c a[r,c] F_r[c] with F_j = b[j,:]
- * and F_r = F_{r-1} * exp(g[r,:] - g[r-1,:]): for a non-increasing g every
- * factor is <= 1, so nothing overflows and the product is exact up to
- * rounding (at most 15 factors). A task is (block, column pair {p, 15 - p},
- * slice of K / ns channels): column p has rows p .. 15 and column 15 - p rows
- * 15 - p .. 15, 17 row steps together, the same for every task, so the ns
- * slices of one (block, pair) run in step in adjacent lanes and their partial
- * sums meet in a fixed butterfly (deterministic; all 32 lanes of a warp take
- * the same path: the task count is a multiple of 32, as is the thread count). */
-
-/* Channels a thread carries through the row steps: DIAG_SLICE where K
- * allows (4: more lanes per sum, but few registers, which keeps prep kernels
- * at two blocks per SM), at most MAX_SLICE. */
-enum { DIAG_SLICE = 4, MAX_SLICE = 32 };
-
-typedef struct DiagCtx {
-  View A, B, G;
-  MlirValue out;
-  int stride, nb, ns, cw;
-} DiagCtx;
-
-/* Slices per (block, pair): a power of two in [4, 32] with K a multiple of
- * it, at least one task per thread where possible and DIAG_SLICE channels
- * per slice where K allows. */
-static int decay_slices(int K, int nb, int nthreads) {
-  int ns = 4;
-  while (ns < 32 && K % (2 * ns) == 0 && (nb * 8 * ns < nthreads || K / ns > DIAG_SLICE)) ns *= 2;
-  return ns;
-}
-
-static int vec_width(int n) {
-  int w = MAX_W;
-  while (n % w) w /= 2;
-  return w;
-}
-
-/* CW values of a view's row r from column c0 */
-static void row_vals(LK *L, const View *v, MlirValue r, MlirValue c0, int CW, MlirValue *out) {
-  int W = vec_width(CW);
-  for (int i = 0; i < CW; i += W) {
-    MlirValue c = i ? mlb_add_c(&L->b, c0, i) : c0;
-    Vals x = view_vals(L, v, r, c, W);
-    for (int e = 0; e < W; e++) out[i + e] = x.v[e];
-  }
-}
-
-/* sum_i a[i] f[i] over this slice in index order, then over the ns slices */
-static MlirValue slice_dot(LK *L, const MlirValue *a, const MlirValue *f, int CW, int ns) {
-  Mlb *b = &L->b;
-  MlirValue acc = mlb_bin(b, "arith.mulf", a[0], f[0]);
-  for (int i = 1; i < CW; i++) {
-    MlirValue t = mlb_bin(b, "arith.mulf", a[i], f[i]);
-    acc = mlb_bin(b, "arith.addf", acc, t);
-  }
-  for (int off = 1; off < ns; off *= 2) {
-    MlirValue y = lk_shuffle_xor(L, acc, off);
-    acc = mlb_bin(b, "arith.addf", acc, y);
-  }
-  return acc;
-}
-
-/* D[16 d + row, 16 d + col] = x, from the first lane of the slice group */
-static void diag_put(LK *L, const DiagCtx *s, MlirValue first, MlirValue base, MlirValue row, MlirValue col,
-                     MlirValue x) {
-  Mlb *b = &L->b;
-  MlbIf w;
-  mlb_if_begin(b, &w, first, 0, NULL);
-  Vals v = {.n = 1};
-  v.v[0] = x;
-  MlirValue r = mlb_add(b, base, row);
-  MlirValue c = mlb_add(b, base, col);
-  smem_store_vals(L, s->out, DT_F32, s->stride, r, c, v);
-  mlb_if_else(b, &w, 0, NULL);
-  mlb_if_end(b, &w, 0, NULL);
-}
-
-static void diag_task(LK *L, MlirValue t, void *vctx) {
-  DiagCtx *s = vctx;
-  Mlb *b = &L->b;
-  int ns = s->ns, CW = s->cw;
-  MlirValue sl = mlb_bin_c(b, "arith.remui", t, ns);
-  MlirValue pair = mlb_bin_c(b, "arith.remui", mlb_bin_c(b, "arith.divui", t, ns), 8);
-  MlirValue blk = mlb_bin_c(b, "arith.divui", t, 8 * ns);
-  MlirValue base = mlb_mul_c(b, blk, 16);
-  MlirValue c0 = mlb_mul_c(b, sl, CW);
-  MlirValue first = mlb_cmpi(b, "eq", sl, mlb_i32(b, 0));
-  MlirValue F[MAX_SLICE], Gp[MAX_SLICE], a[MAX_SLICE];
-  /* step 0: row p of column p (E = 1) */
-  MlirValue j0 = mlb_add(b, base, pair);
-  row_vals(L, &s->B, j0, c0, CW, F);
-  row_vals(L, &s->G, j0, c0, CW, Gp);
-  row_vals(L, &s->A, j0, c0, CW, a);
-  diag_put(L, s, first, base, pair, pair, slice_dot(L, a, F, CW, ns));
-  /* steps 1 .. 16: column p down to row 15, then (at step 16 - p) column
-   * 15 - p from its diagonal */
-  MlirValue init[2 * MAX_SLICE];
-  for (int i = 0; i < CW; i++) init[i] = F[i], init[CW + i] = Gp[i];
-  MlbFor st;
-  MlirValue lo = mlb_i32(b, 1);
-  MlirValue hi = mlb_i32(b, 17);
-  MlirValue one = mlb_i32(b, 1);
-  mlb_for_begin(b, &st, lo, hi, one, 2 * CW, init);
-  MlirValue k = st.iv;
-  MlirValue turn = mlb_bin(b, "arith.subi", mlb_i32(b, 16), pair); /* 16 - p */
-  MlirValue second = mlb_cmpi(b, "uge", k, turn);
-  MlirValue row_a = mlb_add(b, pair, k);
-  MlirValue row_b = mlb_bin_c(b, "arith.subi", k, 1);
-  MlirValue row = mlb_select(b, second, row_b, row_a);
-  MlirValue col_b = mlb_bin(b, "arith.subi", mlb_i32(b, 15), pair);
-  MlirValue col = mlb_select(b, second, col_b, pair);
-  MlirValue r = mlb_add(b, base, row);
-  MlirValue Gr[MAX_SLICE];
-  row_vals(L, &s->G, r, c0, CW, Gr);
-  MlirValue restart = mlb_cmpi(b, "eq", k, turn);
-  MlirType ft[MAX_SLICE];
-  for (int i = 0; i < CW; i++) ft[i] = b->f32;
-  MlbIf rs;
-  mlb_if_begin(b, &rs, restart, CW, ft);
-  MlirValue Fb[MAX_SLICE];
-  row_vals(L, &s->B, r, c0, CW, Fb); /* the new column's own row: E = 1 */
-  mlb_if_else(b, &rs, CW, Fb);
-  MlirValue Fn[MAX_SLICE];
-  for (int i = 0; i < CW; i++) {
-    MlirValue dg = mlb_bin(b, "arith.subf", Gr[i], st.iter[CW + i]);
-    MlirValue e = lk_exp(L, dg);
-    Fn[i] = mlb_bin(b, "arith.mulf", st.iter[i], e);
-  }
-  mlb_if_end(b, &rs, CW, Fn);
-  for (int i = 0; i < CW; i++) F[i] = mlb_res(rs.op, i);
-  row_vals(L, &s->A, r, c0, CW, a);
-  diag_put(L, s, first, base, row, col, slice_dot(L, a, F, CW, ns));
-  MlirValue yield[2 * MAX_SLICE];
-  for (int i = 0; i < CW; i++) yield[i] = F[i], yield[CW + i] = Gr[i];
-  mlb_for_end(b, &st, 2 * CW, yield);
 }
 
 void lower_decay(LK *L, const CirInst *in) {
@@ -293,12 +151,49 @@ void lower_decay(LK *L, const CirInst *in) {
     mlb_if_end(b, &up, 0, NULL);
   }
   mlb_for_end(b, &el, 0, NULL);
-  /* the diagonal blocks' lower triangles (diag_task) */
-  int ns = decay_slices(K, nb, L->nthreads);
-  DiagCtx dc = {A, B, G, out, h->stride, nb, ns, K / ns};
-  if (K / ns > MAX_SLICE) {
-    lk_error(L, in, "decay_dot supports at most %d columns; got %d", 32 * MAX_SLICE, K);
-    return;
+  /* the diagonal blocks' lower triangles, element by element: entry e of
+   * block d is (t, s) with t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2 */
+  MlbFor dg;
+  MlirValue dg_hi = mlb_i32(b, nb * 136);
+  MlirValue dg_step = mlb_i32(b, L->nthreads);
+  mlb_for_begin(b, &dg, L->tid, dg_hi, dg_step, 0, NULL);
+  {
+    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
+    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
+    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
+    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
+    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
+                           b->i32);
+    /* guard the float estimate against rounding either way */
+    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue below = mlb_cmpi(b, "ult", e, tri);
+    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
+    MlirValue t1 = mlb_add_c(b, t, 1);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
+    MlirValue above = mlb_cmpi(b, "uge", e, tri);
+    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
+    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
+    int VW = 8;
+    while (K % VW) VW /= 2;
+    MlirValue zero = mlb_f32(b, 0.0);
+    MlbFor sum;
+    MlirValue s_lo = mlb_i32(b, 0);
+    MlirValue s_hi = mlb_i32(b, K);
+    MlirValue s_step = mlb_i32(b, VW);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, 1, &zero);
+    MlirValue c = sum.iv;
+    Vals ar = view_vals(L, &A, r, c, VW), bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
+    MlirValue acc = sum.iter[0];
+    for (int i = 0; i < VW; i++) {
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), ex));
+    }
+    mlb_for_end(b, &sum, 1, &acc);
+    Vals x = {.n = 1};
+    x.v[0] = mlb_res(sum.op, 0);
+    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
   }
-  strided_loop(L, nb * 8 * dc.ns, diag_task, &dc);
+  mlb_for_end(b, &dg, 0, NULL);
 }

@@ -132,18 +132,14 @@ MlirOperation mma_sync(LK *L, DType dt, MlirValue a[4], MlirValue bb[2], MlirVal
   return mlb_op(b, "nvvm.mma.sync", 1, &rt, 10, ops, 6, na);
 }
 
-/* Split nwarps into wm x wn over a grid of m16 x n8 tiles, with the fewest
- * operand bytes read per k-step: an A fragment (16x16) is 4 registers, a B
- * fragment (16x8) 2, so a warp with mt x nt tiles reads 4 mt + 2 nt. Fewer
- * fragments per step also means fewer registers held while ptxas runs the
- * unrolled k-steps ahead. */
+/* Split nwarps into wm x wn over a grid of m16 x n8 tiles, fewest loads per mma. */
 static void warp_grid(int nw, int m16, int n8, int *wm, int *wn) {
   int best = -1;
   for (int a = 1; a <= nw; a++) {
     if (nw % a) continue;
     int bcols = nw / a;
     if (m16 % a || n8 % bcols) continue;
-    int cost = 4 * (m16 / a) + 2 * (n8 / bcols);
+    int cost = m16 / a + n8 / bcols;
     if (best < 0 || cost < best) {
       best = cost;
       *wm = a;

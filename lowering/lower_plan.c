@@ -681,10 +681,13 @@ static void collect_prefetches(LK *L, const CirBlock *b, const CirInst **v, int 
  * step waits for it. With two buffers the copy for step i + 1 is issued at
  * the top of step i (into the buffer step i - 1 read). Tiles get a second
  * buffer latest refill first, as long as the blocks per multiprocessor
- * that shared memory allows stay what they were. */
+ * that shared memory allows stay two. */
 static void double_buffer_prefetches(LK *L, const Plan *P) {
   int occ = blocks_per_sm(L, L->smem_bytes);
-  if (!occ) return;
+  /* a kernel at one block per SM is the large kind whose registers are
+   * already at the limit (the extra buffer addresses made the backward's
+   * dchain spill): it keeps one buffer per tile */
+  if (occ < 2) return;
   const CirInst **v = cake_xcalloc((size_t)L->nids + 1, sizeof *v);
   int n = 0;
   collect_prefetches(L, &L->k->body, v, &n);
