@@ -28,7 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, ELEM_BYTES, F32, K, V, Cake, load_anchor, raw_tensor, tensor  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, load_anchor, shape_name, stand_ins, tensor  # noqa: E402
 
 PROGRAM = 'kda_fwd'
 GATES = {'layer': 'softplus', 'safe': 'safe'}  # the harness's variants as kda_fwd's gate
@@ -50,21 +50,6 @@ def tensor_specs(T, H):
                 beta=(BF16, (T, H)), A_log=(F32, (H,)), dt_bias=(F32, (H, K)), o=(BF16, (T, H, V)))
 
 
-def shape_name(shape):
-    return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
-
-
-def cu_of(shape):
-    sl = shape.get('seqlens')
-    if not sl:
-        return None
-    cu = [0]
-    for n in sl:
-        cu.append(cu[-1] + n)
-    assert cu[-1] == shape['T']
-    return cu
-
-
 def dry_run(args, fb, cake):
     """Plan every case on the CPU and validate the bindings with stand-in addresses."""
     for variant in args.variants.split(','):
@@ -74,14 +59,7 @@ def dry_run(args, fb, cake):
             cu = cu_of(shape)
             prog, vs = choose(cake, args, variant, T, H, cu, 132)
             plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu)
-            addr = 1 << 40
-            named = []
-            for n, (dt, shp) in tensor_specs(T, H).items():
-                named.append((n, raw_tensor(addr, dt, shp)))
-                nbytes = ELEM_BYTES[dt]
-                for s in shp:
-                    nbytes *= s
-                addr += (nbytes + 4095) // 4096 * 4096
+            named = list(stand_ins(tensor_specs(T, H)).items())
             for entry in ENTRIES:
                 plan.validate(entry, named)
             print(f'{shape_name(shape):<22} {variant:<6} variant "{vs}"  docs {plan.dim("N")} '

@@ -51,6 +51,35 @@ def raw_tensor(data, dtype, shape):
     return x
 
 
+def stand_ins(specs, addr=1 << 40):
+    """{name: cake_tensor} at stand-in device addresses (4 KiB apart, never overlapping) for
+    specs {name: (cake dtype, shape)}: bindings cake_validate can check without a GPU."""
+    out = {}
+    for n, (dt, shape) in specs.items():
+        out[n] = raw_tensor(addr, dt, shape)
+        nbytes = ELEM_BYTES[dt]
+        for s in shape:
+            nbytes *= s
+        addr += (nbytes + 4095) // 4096 * 4096
+    return out
+
+
+def cu_of(shape):
+    """The cu_seqlens (host offsets) of a shape {T, H, seqlens}; None for one document."""
+    sl = shape.get('seqlens')
+    if not sl:
+        return None
+    cu = [0]
+    for n in sl:
+        cu.append(cu[-1] + n)
+    assert cu[-1] == shape['T']
+    return cu
+
+
+def shape_name(shape):
+    return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
+
+
 def tensor(t, shape=None):
     """A cake_tensor of a contiguous torch tensor, optionally viewed with another shape; None: absent."""
     import torch
