@@ -41,7 +41,7 @@ import types
 import re
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, ELEM_BYTES, F32, K, V, Cake, raw_tensor  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, shape_name, stand_ins  # noqa: E402
 from cakert import tensor as cake_tensor  # noqa: E402
 
 PROGRAM = 'gdn_fwd'
@@ -60,21 +60,6 @@ VARIANTS = {
 ENTRIES = ('fwd', 'fwd_prep', 'fwd_chain')
 HBM_BPS = 4.28e12      # the H200's measured copy rate (as bench_kda.py)
 BF16_FLOPS = 989e12    # H200 bf16 dense tensor cores
-
-
-def cu_of(shape):
-    sl = shape.get('seqlens')
-    if not sl:
-        return None
-    cu = [0]
-    for n in sl:
-        cu.append(cu[-1] + n)
-    assert cu[-1] == shape['T']
-    return cu
-
-
-def shape_name(shape):
-    return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
 
 
 def choose(cake, args, variant, T, H, cu, sms):
@@ -129,14 +114,7 @@ def dry_run(args, cake):
             cu = cu_of(shape)
             prog, vs = choose(cake, args, variant, T, H, cu, 132)
             plan = cake.plan(prog, dict(T=T, H=H), cu)
-            addr = 1 << 40
-            named = []
-            for n, (dt, shp) in tensor_specs(T, H).items():
-                named.append((n, raw_tensor(addr, dt, shp)))
-                nbytes = ELEM_BYTES[dt]
-                for s in shp:
-                    nbytes *= s
-                addr += (nbytes + 4095) // 4096 * 4096
+            named = list(stand_ins(tensor_specs(T, H)).items())
             for entry in ENTRIES:
                 plan.validate(entry, named)
             mt, mm = floors(T, H)

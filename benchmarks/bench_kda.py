@@ -5,27 +5,71 @@ same inputs, on the GPU machine.
 Inputs come from the anchor harness (../shared/bench/fla_bench.py, copied into
 .anchor/): its make_case() builds the Kimi-Linear layer inputs ('layer': softplus
 gate, q/k L2 norm and beta sigmoid in the kernels; 'safe': the bounded gate).
-Cake is called through libcakert with ctypes on the same torch tensors. Both are
-timed with triton.testing.do_bench (median, L2 flushed between runs); Cake's
-stages are timed through the one-stage entries fwd_prep and fwd_chain. Cake's output is also compared with
-fla's (error ratio) as a sanity check.
+Cake is called through libcakert's generic path with ctypes (the kda_fwd variant
+of the gate with q/k norm and beta logits in the kernel, vblock forced by
+--vblock or chosen by the spec's prefer clause (cake_package_choose, with the
+current GPU's multiprocessors); a plan with the default scale and lower bound;
+cake_launch with bindings by name) on the same torch tensors. Both are timed
+with triton.testing.do_bench (median, L2 flushed between runs); Cake's stages
+are timed through the one-stage entries fwd_prep and fwd_chain. Cake's output
+is also compared with fla's (error ratio) as a sanity check.
 
     python3 benchmarks/bench_kda.py --fla .anchor/fla --anchor .anchor \
         --package .carry/package --lib .carry/lib/libcakert.so --out /tmp/cake-out
+    python3 benchmarks/bench_kda.py --anchor .anchor --package PKG --lib LIB --dry-run
+
+--dry-run needs neither torch nor a GPU: it loads the package, plans every case
+(the variant chosen with 132 multiprocessors) and checks the bindings of fwd,
+fwd_prep and fwd_chain (cake_validate, with stand-in addresses).
 """
 import argparse
-import ctypes as C
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import K, V, Cake, KdaTensors, Tensor, load_anchor, tensor  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, load_anchor, shape_name, stand_ins, tensor  # noqa: E402
+
+PROGRAM = 'kda_fwd'
+GATES = {'layer': 'softplus', 'safe': 'safe'}  # the harness's variants as kda_fwd's gate
+ENTRIES = ('fwd', 'fwd_prep', 'fwd_chain')
+
+
+def choose(cake, args, variant, T, H, cu, sms=0):
+    """The kda_fwd variant: vblock forced by --vblock, else the runtime's choice from the spec's
+    prefer clause; sms 0: $CAKE_DEVICE_SMS, the current GPU's, or 132."""
+    opts = f'gate={GATES[variant]},qk_norm=true,beta_logits=true'
+    if args.vblock:
+        opts += f',vblock=v{args.vblock}'
+    return cake.choose(PROGRAM, opts, dict(T=T, H=H, HV=H), len(cu) - 1 if cu else 0, sms)
+
+
+def tensor_specs(T, H):
+    """name -> (cake dtype, shape) of every tensor bound (h0, ht absent)."""
+    return dict(q=(BF16, (T, H, K)), k=(BF16, (T, H, K)), v=(BF16, (T, H, V)), g=(BF16, (T, H, K)),
+                beta=(BF16, (T, H)), A_log=(F32, (H,)), dt_bias=(F32, (H, K)), o=(BF16, (T, H, V)))
+
+
+def dry_run(args, fb, cake):
+    """Plan every case on the CPU and validate the bindings with stand-in addresses."""
+    for variant in args.variants.split(','):
+        for skey in args.shapes.split(','):
+            shape = fb.SHAPES[skey]
+            T, H = shape['T'], shape['H']
+            cu = cu_of(shape)
+            prog, vs = choose(cake, args, variant, T, H, cu, 132)
+            plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu)
+            named = list(stand_ins(tensor_specs(T, H)).items())
+            for entry in ENTRIES:
+                plan.validate(entry, named)
+            print(f'{shape_name(shape):<22} {variant:<6} variant "{vs}"  docs {plan.dim("N")} '
+                  f'chunks {plan.chunks:5d}  workspace {plan.workspace_bytes:>12,d} B  {", ".join(ENTRIES)} bindings valid')
+            plan.free()
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--fla', required=True)
+    ap.add_argument('--fla', default='.anchor/fla')
     ap.add_argument('--anchor', required=True)
     ap.add_argument('--package', required=True)
     ap.add_argument('--lib', required=True)
@@ -34,17 +78,23 @@ def main():
     ap.add_argument('--variants', default='layer,safe')
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
-    ap.add_argument('--vblock', type=int, default=0, help='16 or 32; 0: the runtime chooses')
+    ap.add_argument('--vblock', type=int, default=0, choices=(0, 16, 32), help='0: chosen from the problem')
+    ap.add_argument('--dry-run', action='store_true', help='plan and validate only: no torch, no GPU')
     args = ap.parse_args()
+    for v in args.variants.split(','):
+        assert v in GATES, f'variant {v}: one of {", ".join(GATES)}'
+    fb = load_anchor(args.anchor)
+    cake = Cake(args.lib, args.package)
+    if args.dry_run:
+        dry_run(args, fb, cake)
+        return
     os.makedirs(args.out, exist_ok=True)
     import torch
     import triton.testing
 
-    fb = load_anchor(args.anchor)
     chunk_kda = None
     if not args.no_fla:
         chunk_kda, _, fla_version = fb.import_fla(args.fla)
-    cake = Cake(args.lib, args.package)
     dev = torch.cuda.get_device_properties(0)
     print(f'# {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}, triton {triton.__version__}'
           + ('' if args.no_fla else f', fla {fla_version}'), flush=True)
@@ -55,7 +105,6 @@ def main():
         return triton.testing.do_bench(fn, warmup=50, rep=args.rep, quantiles=[0.5, 0.2, 0.8])
 
     for variant in args.variants.split(','):
-        gate = {'layer': 'softplus', 'safe': 'safe'}[variant]
         for skey in args.shapes.split(','):
             shape = fb.SHAPES[skey]
             case = fb.make_case(shape, variant, seed=1)
@@ -63,24 +112,24 @@ def main():
             B, T, H = shape['B'], shape['T'], shape['H']
             assert B == 1
             cu = [int(x) for x in case['cu_cpu'].tolist()] if case['cu_cpu'] is not None else None
-            plan, ws = cake.kda_plan(gate, T, H, cu, args.vblock)
-            work = torch.empty(max(ws, 256), dtype=torch.uint8, device='cuda')
+            assert cu == cu_of(shape)
+            prog, vs = choose(cake, args, variant, T, H, cu)
+            plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu)  # scale, lower_bound: the spec's defaults
+            work = torch.empty(max(plan.workspace_bytes, 256), dtype=torch.uint8, device='cuda')
             o = torch.empty(T, H, V, dtype=torch.bfloat16, device='cuda')
-            t = KdaTensors(q=tensor(L['q'], (T, H, K)), k=tensor(L['k'], (T, H, K)), v=tensor(L['v'], (T, H, V)),
-                           g=tensor(L['g'], (T, H, K)), beta=tensor(L['beta'], (T, H)),
-                           A_log=tensor(L['A_log']), dt_bias=tensor(L['dt_bias'], (H, K)),
-                           h0=Tensor(), o=tensor(o), ht=Tensor())
+            specs = tensor_specs(T, H)
+            ts = dict(L, o=o)
+            named = [(n, tensor(ts[n], specs[n][1])) for n in specs]  # no h0, ht: absent
             stream = torch.cuda.current_stream().cuda_stream
-
-            def ours(entry=b'fwd'):
-                cake.check(cake.lib.cake_kda_launch(plan, entry, C.byref(t), work.data_ptr(), ws, stream), 'launch')
+            launch = {e: plan.launcher(e, named, work.data_ptr(), 0, stream) for e in ENTRIES}
+            ours = launch['fwd']
 
             ours()
             torch.cuda.synchronize()
-            rec = dict(variant=variant, shape=skey, T=T, H=H, seqlens=shape.get('seqlens'))
+            rec = dict(variant=variant, shape=skey, T=T, H=H, seqlens=shape.get('seqlens'), cake_variant=vs)
             rec['cake_ms'] = bench(ours)
-            rec['cake_prep_ms'] = bench(lambda: ours(b'fwd_prep'))
-            rec['cake_chain_ms'] = bench(lambda: ours(b'fwd_chain'))
+            rec['cake_prep_ms'] = bench(launch['fwd_prep'])
+            rec['cake_chain_ms'] = bench(launch['fwd_chain'])
             if chunk_kda is not None:
                 with torch.no_grad():
                     ref = fb.call_fla(chunk_kda, case)[0]
@@ -97,8 +146,8 @@ def main():
             results.write(json.dumps(rec) + '\n')
             results.flush()
             rows.append(rec)
-            cake.lib.cake_plan_free(plan)
-            del case, L, work, o
+            plan.free()
+            del case, L, ts, named, launch, ours, work, o
             torch.cuda.empty_cache()
 
     print('\n| shape | variant | fla fwd ms | cake fwd ms | fla / cake | cake prep | cake chain | cake vs fla err |')
@@ -106,7 +155,7 @@ def main():
     for r in rows:
         fla = r.get('fla_ms', [float('nan')])[0]
         ck = r['cake_ms'][0]
-        name = f"T={r['T']} H={r['H']}" + (' packed' if r['seqlens'] else '')
+        name = shape_name(r)
         print(f"| {name} | {r['variant']} | {fla:.3f} | {ck:.3f} | {fla / ck:.2f} | {r['cake_prep_ms'][0]:.3f} | "
               f"{r['cake_chain_ms'][0]:.3f} | {r.get('vs_fla_err_ratio', float('nan')):.2e} |")
 

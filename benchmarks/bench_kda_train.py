@@ -53,7 +53,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, ELEM_BYTES, F32, K, V, Cake, kernel_times, load_anchor, raw_tensor, stage_times  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, kernel_times, load_anchor, shape_name, stage_times, stand_ins  # noqa: E402
 from cakert import tensor as cake_tensor  # noqa: E402
 
 PROGRAM = 'kda_train'
@@ -116,20 +116,6 @@ def entry_stages(cake, variant_string):
     return {}
 
 
-def shape_name(shape):
-    return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
-
-
-def cu_of(shape):
-    sl = shape.get('seqlens')
-    if not sl:
-        return None
-    cu = [0]
-    for n in sl:
-        cu.append(cu[-1] + n)
-    return cu
-
-
 def dry_run(args, fb, cake):
     """Plan every case on the CPU and validate the bindings with stand-in addresses."""
     for variant in args.variants.split(','):
@@ -142,15 +128,7 @@ def dry_run(args, fb, cake):
                 shape = fb.SHAPES[skey]
                 T, H = shape['T'], shape['H']
                 plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu_of(shape), params(variant))
-                specs = tensor_specs(T, H)
-                addr = 1 << 40
-                fake = {}
-                for n, (dt, shp) in specs.items():
-                    fake[n] = raw_tensor(addr, dt, shp)
-                    nbytes = ELEM_BYTES[dt]
-                    for s in shp:
-                        nbytes *= s
-                    addr += (nbytes + 4095) // 4096 * 4096
+                fake = stand_ins(tensor_specs(T, H))
                 for entry, names in ENTRY_TENSORS.items():
                     plan.validate(entry, [(n, fake[n]) for n in names])
                 th = T * H

@@ -1,7 +1,7 @@
 """cakert.py - libcakert (runtime/cake_runtime.h) through ctypes, and the pieces
-the benchmarks share: the C structs, the generic path (variant, plan, launch),
-the KDA convenience entry, the anchor harness's import and the per-stage
-device times from the torch profiler.
+the benchmarks share: the C structs, the generic path (variant or choice, plan,
+validate, launch with bindings by name), the anchor harness's import and the
+per-stage device times from the torch profiler.
 
 Only the torch helpers (tensor(), kernel_times()) need torch; loading a
 package and planning work on a machine without a GPU.
@@ -42,16 +42,6 @@ class DeviceFacts(C.Structure):  # cake_device_facts
     _fields_ = [('sms', C.c_int64)]
 
 
-class KdaOptions(C.Structure):  # cake_kda_options
-    _fields_ = [('gate', C.c_char_p), ('qk_norm', C.c_int), ('beta_logits', C.c_int),
-                ('scale', C.c_double), ('lower_bound', C.c_double), ('vblock', C.c_int),
-                ('hv', C.c_int64)]  # value heads (GVA); 0: hv = H
-
-
-class KdaTensors(C.Structure):  # cake_kda_tensors
-    _fields_ = [(n, Tensor) for n in ('q', 'k', 'v', 'g', 'beta', 'A_log', 'dt_bias', 'h0', 'o', 'ht')]
-
-
 def raw_tensor(data, dtype, shape):
     """A cake_tensor of a device address (contiguous)."""
     x = Tensor()
@@ -59,6 +49,35 @@ def raw_tensor(data, dtype, shape):
     for i, s in enumerate(shape):
         x.shape[i] = s
     return x
+
+
+def stand_ins(specs, addr=1 << 40):
+    """{name: cake_tensor} at stand-in device addresses (4 KiB apart, never overlapping) for
+    specs {name: (cake dtype, shape)}: bindings cake_validate can check without a GPU."""
+    out = {}
+    for n, (dt, shape) in specs.items():
+        out[n] = raw_tensor(addr, dt, shape)
+        nbytes = ELEM_BYTES[dt]
+        for s in shape:
+            nbytes *= s
+        addr += (nbytes + 4095) // 4096 * 4096
+    return out
+
+
+def cu_of(shape):
+    """The cu_seqlens (host offsets) of a shape {T, H, seqlens}; None for one document."""
+    sl = shape.get('seqlens')
+    if not sl:
+        return None
+    cu = [0]
+    for n in sl:
+        cu.append(cu[-1] + n)
+    assert cu[-1] == shape['T']
+    return cu
+
+
+def shape_name(shape):
+    return f"T={shape['T']} H={shape['H']}" + (' packed' if shape.get('seqlens') else '')
 
 
 def tensor(t, shape=None):
@@ -148,8 +167,6 @@ class Cake:
         L.cake_plan_saved_bytes.argtypes = [vp, C.POINTER(sz)]
         L.cake_validate.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int]
         L.cake_launch.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int, C.c_uint64, sz, C.c_uint64, sz, vp]
-        L.cake_kda_plan.argtypes = [vp, C.POINTER(KdaOptions), i64, i64, C.POINTER(C.c_int32), i64, C.POINTER(vp)]
-        L.cake_kda_launch.argtypes = [vp, C.c_char_p, C.POINTER(KdaTensors), C.c_uint64, sz, vp]
         self.pkg = vp()
         self.check(L.cake_package_load(package.encode(), None, C.byref(self.pkg)), 'cake_package_load')
 
@@ -199,18 +216,6 @@ class Cake:
             self.lib.cake_plan_free(h)
             raise
         return Plan(self, h)
-
-    def kda_plan(self, gate, T, H, cu, vblock=0, hv=0):
-        """The KDA convenience entry (kda_fwd): a finalized plan and its workspace bytes
-        (hv value heads, a multiple of H; 0: hv = H)."""
-        opt = KdaOptions(gate.encode(), 1, 1, 0.0, 0.0, vblock, hv)
-        p = C.c_void_p()
-        arr = (C.c_int32 * len(cu))(*cu) if cu is not None else None
-        self.check(self.lib.cake_kda_plan(self.pkg, C.byref(opt), T, H, arr, len(cu) - 1 if cu else 0, C.byref(p)),
-                   'plan')
-        ws = C.c_size_t()
-        self.check(self.lib.cake_plan_workspace_bytes(p, C.byref(ws)), 'workspace')
-        return p, ws.value
 
 
 def load_anchor(path):

@@ -1,7 +1,9 @@
 /* kda_forward.c - run the KDA forward from C on random data: load the
  * package, plan (documents from cu_seqlens on the host), allocate exactly the
  * workspace the plan asks for, launch, print a checksum of o and ht and the
- * time per call.
+ * time per call. Through the typed launchers that `cakec --emit=header`
+ * generates from specs/kda/kda_fwd.cake (build/gen/kda_fwd.h): options as
+ * enums, dims, tensors by field.
  *
  *   build/examples/kda_forward build/package [T] [H] [gate] [ndocs] [HV]
  *   (gate: safe | softplus | external; HV value heads, a multiple of H
@@ -13,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cake_runtime.h"
+#include "kda_fwd.h"
 
 #define CU(x)                                                  \
   do {                                                         \
@@ -57,6 +59,16 @@ int main(int argc, char **argv) {
   long long N = argc > 5 ? atoll(argv[5]) : 1;
   long long HV = argc > 6 ? atoll(argv[6]) : H; /* q, k: H heads; v, g, beta, o, ht: HV */
   int external = !strcmp(gate, "external");
+  /* the variant: the gate given, q/k norm and beta logits in the kernel, vblock
+   * left to the spec's prefer clause (16 columns when 32 would not fill the GPU) */
+  kda_fwd_options opt = {.qk_norm = KDA_FWD_QK_NORM_TRUE, .beta_logits = KDA_FWD_BETA_LOGITS_TRUE};
+  if (!strcmp(gate, "safe")) opt.gate = KDA_FWD_GATE_SAFE;
+  else if (!strcmp(gate, "softplus")) opt.gate = KDA_FWD_GATE_SOFTPLUS;
+  else if (external) opt.gate = KDA_FWD_GATE_EXTERNAL;
+  else {
+    fprintf(stderr, "kda_forward: unknown gate '%s' (safe, softplus or external)\n", gate);
+    return 2;
+  }
   CUdevice dev;
   CUcontext ctx;
   CU(cuInit(0));
@@ -68,9 +80,9 @@ int main(int argc, char **argv) {
   CK(cake_package_load(dir, NULL, &pkg));
   int32_t *cu = malloc(sizeof(int32_t) * (size_t)(N + 1));
   for (long long d = 0; d <= N; d++) cu[d] = (int32_t)(T * d / N); /* N documents of about T/N tokens */
-  cake_kda_options opt = {gate, 1, 1, 0, 0, 0, HV};
+  kda_fwd_dims dims = {.T = T, .H = H, .HV = HV, .cu_seqlens = cu, .ndocs = N};
   cake_plan *plan;
-  CK(cake_kda_plan(pkg, &opt, T, H, cu, N, &plan));
+  CK(kda_fwd_plan(pkg, &opt, &dims, NULL, &plan)); /* params (scale, lower_bound): their defaults */
   size_t ws;
   CK(cake_plan_workspace_bytes(plan, &ws));
 
@@ -109,25 +121,26 @@ int main(int argc, char **argv) {
   for (long long j = 0; j < HV * K; j++) h32[j] = -2.0f;
   CU(cuMemcpyHtoD(dt_bias, h32, (size_t)(HV * K) * 4));
 
-  cake_kda_tensors t = {
+  kda_fwd_tensors t = {
       .q = T3(q, CAKE_BF16, T, H, K),
       .k = T3(k, CAKE_BF16, T, H, K),
       .v = T3(v, CAKE_BF16, T, HV, V),
       .g = T3(g, external ? CAKE_F32 : CAKE_BF16, T, HV, K),
       .beta = {beta, CAKE_BF16, 2, {T, HV}, {0}},
-      .A_log = {A_log, CAKE_F32, 1, {HV}, {0}},
-      .dt_bias = {dt_bias, CAKE_F32, 2, {HV, K}, {0}},
+      /* the external gate's variant has no A_log, dt_bias: left unbound (data 0) */
+      .A_log = {external ? 0 : A_log, CAKE_F32, 1, {HV}, {0}},
+      .dt_bias = {external ? 0 : dt_bias, CAKE_F32, 2, {HV, K}, {0}},
       .h0 = {0, CAKE_F32, 4, {N, HV, K, V}, {0}}, /* absent: the state starts at zero */
       .o = T3(o, CAKE_BF16, T, HV, V),
       .ht = {ht, CAKE_F32, 4, {N, HV, K, V}, {0}},
   };
-  CK(cake_kda_forward(plan, &t, work, ws, NULL)); /* warm-up: loads the module */
+  CK(kda_fwd_launch_fwd(plan, &t, work, ws, 0, 0, NULL)); /* warm-up: loads the module */
   CUevent e0, e1;
   CU(cuEventCreate(&e0, 0));
   CU(cuEventCreate(&e1, 0));
   CU(cuEventRecord(e0, NULL));
   int reps = 20;
-  for (int i = 0; i < reps; i++) CK(cake_kda_forward(plan, &t, work, ws, NULL));
+  for (int i = 0; i < reps; i++) CK(kda_fwd_launch_fwd(plan, &t, work, ws, 0, 0, NULL));
   CU(cuEventRecord(e1, NULL));
   CU(cuEventSynchronize(e1));
   float ms;

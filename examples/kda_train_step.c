@@ -2,7 +2,10 @@
  * loss on the host (0.5 ||o - target||^2), its gradient uploaded as do, the
  * backward, and a gradient step on the gate parameters A_log and dt_bias.
  * The loss goes down step by step; each step prints it with the gradient
- * norms and the time of the forward and the backward.
+ * norms and the time of the forward and the backward. Through the typed
+ * launchers that `cakec --emit=header` generates from
+ * specs/kda/kda_train.cake (build/gen/kda_train.h): one tensor struct for
+ * both entries, the same plan, workspace and saved area for both.
  *
  *   build/examples/kda_train_step build/package [T] [H] [steps] [save]
  *   (save: ckpt | states; defaults 4096 4 5 ckpt)
@@ -13,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cake_runtime.h"
+#include "kda_train.h"
 
 #define CU(x)                                                  \
   do {                                                         \
@@ -71,6 +74,16 @@ int main(int argc, char **argv) {
   long long T = argc > 2 ? atoll(argv[2]) : 4096, H = argc > 3 ? atoll(argv[3]) : 4, K = 128, V = 128;
   int steps = argc > 4 ? atoi(argv[4]) : 5;
   const char *save = argc > 5 ? argv[5] : "ckpt";
+  /* the variant: the softplus gate (Kimi Linear's layer), q/k norm and beta
+   * logits in the kernel, the save mode given */
+  kda_train_options opt = {.gate = KDA_TRAIN_GATE_SOFTPLUS, .qk_norm = KDA_TRAIN_QK_NORM_TRUE,
+                           .beta_logits = KDA_TRAIN_BETA_LOGITS_TRUE};
+  if (!strcmp(save, "ckpt")) opt.save = KDA_TRAIN_SAVE_CKPT;
+  else if (!strcmp(save, "states")) opt.save = KDA_TRAIN_SAVE_STATES;
+  else {
+    fprintf(stderr, "kda_train_step: unknown save mode '%s' (ckpt or states)\n", save);
+    return 2;
+  }
   CUdevice dev;
   CUcontext ctx;
   CU(cuInit(0));
@@ -80,9 +93,9 @@ int main(int argc, char **argv) {
 
   cake_package *pkg;
   CK(cake_package_load(dir, NULL, &pkg));
-  cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0, 0};
+  kda_train_dims dims = {.T = T, .H = H, .HV = H}; /* one document; as many value heads as key heads */
   cake_plan *plan;
-  CK(cake_kda_train_plan(pkg, &opt, save, T, H, NULL, 0, &plan));
+  CK(kda_train_plan(pkg, &opt, &dims, NULL, &plan)); /* params (scale, lower_bound): their defaults */
   size_t ws, sv;
   CK(cake_plan_workspace_bytes(plan, &ws));
   CK(cake_plan_saved_bytes(plan, &sv));
@@ -116,7 +129,7 @@ int main(int argc, char **argv) {
   for (long long i = 0; i < H * K; i++) hdt[i] = -2.0f;
   for (size_t i = 0; i < nq; i++) target[i] = 0.1f * frand();
 
-  cake_kda_train_tensors t = {
+  kda_train_tensors t = { /* no h0, ht, dht, dh0: optional, left unbound */
       .q = tensor(q, CAKE_BF16, 3, T, H, K), .k = tensor(k, CAKE_BF16, 3, T, H, K),
       .v = tensor(v, CAKE_BF16, 3, T, H, V), .g = tensor(g, CAKE_BF16, 3, T, H, K),
       .beta = tensor(beta, CAKE_BF16, 2, T, H, 0), .A_log = tensor(A_log, CAKE_F32, 1, H, 0, 0),
@@ -135,7 +148,7 @@ int main(int argc, char **argv) {
     CU(cuMemcpyHtoD(A_log, hA, (size_t)H * 4));
     CU(cuMemcpyHtoD(dt_bias, hdt, (size_t)(H * K) * 4));
     CU(cuEventRecord(e0, NULL));
-    CK(cake_kda_train_forward(plan, &t, work, ws, saved, sv, NULL));
+    CK(kda_train_launch_fwd(plan, &t, work, ws, saved, sv, NULL));
     CU(cuMemcpyDtoH(ho, o, nq * 2));
     double loss = 0;
     for (size_t i = 0; i < nq; i++) {
@@ -145,7 +158,7 @@ int main(int argc, char **argv) {
     }
     CU(cuMemcpyHtoD(dout, hdo, nq * 2));
     CU(cuEventRecord(e1, NULL));
-    CK(cake_kda_train_backward(plan, &t, work, ws, saved, sv, NULL));
+    CK(kda_train_launch_bwd(plan, &t, work, ws, saved, sv, NULL));
     CU(cuEventRecord(e2, NULL));
     CU(cuEventSynchronize(e2));
     float ms_fwd, ms_bwd;

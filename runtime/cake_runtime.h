@@ -32,6 +32,11 @@
  *   size_t ws;  cake_plan_workspace_bytes(plan, &ws);    // before allocating
  *   cake_binding b[] = {{"x", x}, {"y", y}, {"w", w}, {"z", z}};
  *   cake_launch(plan, "fwd", b, 4, workspace, ws, 0, 0, stream);
+ *
+ * Typed launchers: `cakec SPEC --emit=header -o PROG.h` writes, per program,
+ * a header-only C file over this API (its options as enums, its dims, params
+ * and tensors as structs, PROG_plan, PROG_validate_ENTRY, PROG_launch_ENTRY).
+ * The runtime itself knows no particular program.
  */
 #ifndef CAKE_RUNTIME_H
 #define CAKE_RUNTIME_H
@@ -136,9 +141,9 @@ cake_status cake_package_variant(const cake_package *pkg, const char *name, cons
  * device's (cake_device_sm_count, read only when a clause needs it); else
  * CAKE_DEFAULT_SMS (132, an H100 / H200), so that it works without a GPU.
  * Errors name the option and the clause: a clause reading a dim that was
- * not given is CAKE_ERR_ARGUMENT ("option 'vblock' of 'kda_fwd': 'prefer v16
- * when N * HV * (V / 16) <= 2 * SMS' (kda_fwd.cake:36:19) reads dim 'HV',
- * which was not given"), one whose arithmetic fails (an overflow, a division
+ * not given is CAKE_ERR_ARGUMENT ("option 'block' of 'attn': 'prefer b16
+ * when N * HV <= 2 * SMS' (attn.cake:12:20) reads dim 'HV', which was not
+ * given"), one whose arithmetic fails (an overflow, a division
  * by zero) CAKE_ERR_PLAN; a chosen combination missing from the package is
  * CAKE_ERR_NOT_FOUND naming it. cake_program_variant(*out) says what was
  * chosen. The dims are not kept: set them on the plan as usual. */
@@ -177,7 +182,7 @@ cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value)
  * checks (CAKE_ERR_PLAN naming the tensor and its dims). First it checks
  * the spec's relations between dims (`require` in the spec, "requires" in
  * the manifest), with the documents counted: the first one broken is
- * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (kda_fwd.cake:36:9): HV = 3,
+ * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (attn.cake:9:9): HV = 3,
  * H = 2" (a division or remainder by zero in it makes it false: "...,
  * H = 0 (a remainder by zero)"). */
 cake_status cake_plan_finalize(cake_plan *plan);
@@ -203,93 +208,6 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
  * ordered copy before the first stage. */
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
                         size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
-
-/* ---- KDA convenience entry (the program kda_fwd of specs/kda) ----------
- * The same as the generic path with the variant chosen from the options and
- * the tensors bound by their names. K = V = 128; chunk 64. H key heads (q,
- * k) and HV value heads (v, g, beta, the states, o; opt.hv, 0: HV = H), HV
- * a multiple of H ("GVA": value head h reads key head h / (HV / H)); dims
- * that break the spec's `require HV % H == 0` fail to plan with
- * CAKE_ERR_PLAN ("dims break 'HV % H == 0' (kda_fwd.cake:L:C): HV = 3, H = 2").
- *   cake_kda_options opt = {"safe", 1, 1, 0, 0};
- *   cake_plan *plan;  cake_kda_plan(pkg, &opt, T, H, cu_host, ndocs, &plan);
- *   size_t ws;  cake_plan_workspace_bytes(plan, &ws);
- *   cake_kda_tensors t = {.q = ..., .k = ..., ...};   (absent h0/ht: data 0)
- *   cake_kda_forward(plan, &t, workspace, ws, stream);
- */
-typedef struct cake_kda_options {
-  const char *gate;   /* "safe" (bounded), "softplus" (Kimi Linear) or "external" (g is the log-decay) */
-  int qk_norm;        /* L2-normalise q and k in the kernel */
-  int beta_logits;    /* beta holds logits: sigmoid in the kernel */
-  double scale;       /* 0: 1/sqrt(K) */
-  double lower_bound; /* the safe gate's bound; 0: -5 */
-  int vblock;         /* columns of V per block of the state pass: 16 or 32; 0: chosen from
-                         the problem and the current GPU by the spec's prefer clause
-                         (cake_package_choose: 16 when the blocks would not fill it) */
-  int64_t hv;         /* value heads HV, a multiple of H (grouped value heads); 0: HV = H */
-  /* Other vblock values, a non-finite scale or lower_bound, a positive
-   * lower_bound, or hv outside [0, 2^31) are CAKE_ERR_ARGUMENT. */
-} cake_kda_options;
-
-typedef struct cake_kda_tensors {
-  cake_tensor q, k;       /* bf16 [T, H, 128] */
-  cake_tensor v;          /* bf16 [T, HV, 128] */
-  cake_tensor g;          /* bf16 [T, HV, 128] raw gate, or f32 log-decay (gate "external") */
-  cake_tensor beta;       /* bf16 [T, HV] */
-  cake_tensor A_log;      /* f32 [HV] (not with gate "external") */
-  cake_tensor dt_bias;    /* f32 [HV, 128] (not with gate "external") */
-  cake_tensor h0;         /* f32 [N, HV, 128, 128], optional */
-  cake_tensor o;          /* bf16 [T, HV, 128] */
-  cake_tensor ht;         /* f32 [N, HV, 128, 128], optional */
-} cake_kda_tensors;
-
-/* A finalized plan of the kda_fwd variant the options name, with H key heads
- * and opt->hv value heads; cu_seqlens may be NULL (one document of T tokens). */
-cake_status cake_kda_plan(const cake_package *pkg, const cake_kda_options *opt, int64_t T, int64_t H,
-                          const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
-cake_status cake_kda_forward(cake_plan *plan, const cake_kda_tensors *t, uint64_t workspace, size_t workspace_bytes,
-                             void *stream);
-/* The same for another entry of kda_fwd ("fwd_prep", "fwd_chain": one stage each, for profiling). */
-cake_status cake_kda_launch(cake_plan *plan, const char *entry, const cake_kda_tensors *t, uint64_t workspace,
-                            size_t workspace_bytes, void *stream);
-
-/* ---- KDA training convenience entry (the program kda_train of specs/kda) --
- * The training forward (o, ht, and what the backward keeps in the saved
- * area) and the backward (every gradient), with the variant chosen from the
- * options and the save mode: "ckpt" (nothing saved; the backward recomputes
- * the per-chunk states) or "states" (the forward saves them: 1,024 bytes per
- * chunk-token and value head). Grouped value heads as for kda_fwd (opt.hv):
- * dq and dk sum over each key head's value heads in order. The saved area
- * lives from the forward to the backward; both calls take the same plan,
- * workspace and saved area.
- *   cake_kda_options opt = {"softplus", 1, 1, 0, 0, 0};
- *   cake_plan *plan;  cake_kda_train_plan(pkg, &opt, "ckpt", T, H, cu_host, ndocs, &plan);
- *   size_t ws, sv;  cake_plan_workspace_bytes(plan, &ws);  cake_plan_saved_bytes(plan, &sv);
- *   cake_kda_train_tensors t = {.q = ..., .do_ = ..., .dq = ..., ...};
- *   cake_kda_train_forward(plan, &t, work, ws, saved, sv, stream);
- *   ... loss ...
- *   cake_kda_train_backward(plan, &t, work, ws, saved, sv, stream);
- * vblock must be 0 (kda_train has one V block size). */
-typedef struct cake_kda_train_tensors {
-  cake_tensor q, k, v, g, beta, A_log, dt_bias, h0; /* inputs, as in cake_kda_tensors */
-  cake_tensor o, ht;                                /* forward outputs (ht optional) */
-  cake_tensor do_;                                  /* bf16 [T, HV, 128]: the gradient of o */
-  cake_tensor dht;                                  /* f32 [N, HV, 128, 128]: the gradient of ht, optional */
-  cake_tensor dq, dk, dv;                           /* bf16, shaped like q, k ([T, H, 128]), v ([T, HV, 128]) */
-  cake_tensor dg;                                   /* f32 [T, HV, 128]: w.r.t. the raw gate (the log-decay
-                                                       for gate "external") */
-  cake_tensor dbeta;                                /* f32 [T, HV]: w.r.t. the logits when beta_logits */
-  cake_tensor dA_log, ddt_bias;                     /* f32 [HV], [HV, 128] (not with gate "external") */
-  cake_tensor dh0;                                  /* f32 [N, HV, 128, 128], optional */
-} cake_kda_train_tensors;
-
-cake_status cake_kda_train_plan(const cake_package *pkg, const cake_kda_options *opt, const char *save, int64_t T,
-                                int64_t H, const int32_t *cu_seqlens, int64_t ndocs, cake_plan **out);
-cake_status cake_kda_train_forward(cake_plan *plan, const cake_kda_train_tensors *t, uint64_t workspace,
-                                   size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
-cake_status cake_kda_train_backward(cake_plan *plan, const cake_kda_train_tensors *t, uint64_t workspace,
-                                    size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
-
 
 /* The multiprocessor count of the current device; leaves *n alone without one.
  * Without a driver, the message names libcuda.so.1 and the loader's reason. */

@@ -75,7 +75,7 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
         case A_TENSOR: vals[a].p = ptr[ra->index]; break;
         case A_CHUNK_TABLE: vals[a].p = chunk_table; break;
         case A_DOC_TABLE: vals[a].p = doc_table; break;
-        case A_DIM: vals[a].i = (int32_t)p->dims[ra->index]; break; /* < 2^31: rt_check_dim */
+        case A_DIM: vals[a].i = (int32_t)p->dims[ra->index]; break; /* < 2^31: cake_plan_set_dim */
         case A_PARAM: {
           const RtParam *pa = &prog->params[ra->index];
           double v = p->param_set[ra->index] ? p->params[ra->index] : pa->def;

@@ -11,13 +11,14 @@ enum { ITEM_ALIGN = 256 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e) { return e.dim >= 0 ? plan->dims[e.dim] : e.value; }
 
-cake_status rt_check_dim(const char *name, int64_t value) {
+/* A dim's value must lie in [0, 2^31); ndocs in [1, RT_MAX_DOCS]. */
+static cake_status check_dim(const char *name, int64_t value) {
   if (value < 0 || value > INT32_MAX)
     return rt_fail(CAKE_ERR_ARGUMENT, "dim %s = %lld is out of range [0, 2^31)", name, (long long)value);
   return CAKE_OK;
 }
 
-cake_status rt_check_ndocs(int64_t ndocs) {
+static cake_status check_ndocs(int64_t ndocs) {
   if (ndocs < 1 || ndocs > RT_MAX_DOCS)
     return rt_fail(CAKE_ERR_ARGUMENT, "ndocs = %lld is out of range [1, %d]", (long long)ndocs, RT_MAX_DOCS);
   return CAKE_OK;
@@ -79,7 +80,7 @@ cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
         return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the documents; it is set by cake_plan_set_docs", name);
       if (i == p->prog->chunks_dim)
         return rt_fail(CAKE_ERR_ARGUMENT, "'%s' counts the chunks; the plan computes it", name);
-      cake_status s = rt_check_dim(name, value);
+      cake_status s = check_dim(name, value);
       if (s) return s;
       p->dims[i] = value;
       p->dim_set[i] = 1;
@@ -102,7 +103,7 @@ cake_status cake_plan_get_dim(const cake_plan *p, const char *name, int64_t *val
 cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
   if (!p || !cu) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_docs: plan and cu_seqlens are required");
   if (p->prog->tokens_dim < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no token sequence", p->prog->name);
-  cake_status s = rt_check_ndocs(ndocs);
+  cake_status s = check_ndocs(ndocs);
   if (s) return s;
   if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
   for (int64_t i = 1; i <= ndocs; i++)

@@ -243,9 +243,6 @@ int64_t rt_extent(const cake_plan *plan, RtExtent e);
 /* The grid of stage `st` under the plan: each axis within CUDA's range
  * ([0, 2^31) on x, [0, 65535] on y and z), else CAKE_ERR_PLAN. */
 cake_status rt_grid_of(const cake_plan *plan, const RtStage *st, unsigned grid[3]);
-/* A dim's value must lie in [0, 2^31); ndocs in [1, RT_MAX_DOCS]. */
-cake_status rt_check_dim(const char *name, int64_t value);
-cake_status rt_check_ndocs(int64_t ndocs);
 
 /* ---- cuda.c: the driver, loaded on first use ---- */
 typedef struct RtCuda RtCuda;
@@ -258,18 +255,5 @@ cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char 
 cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared,
                              void *stream, void **params);
 cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream);
-
-/* The KDA convenience entries (kda.c, kda_train.c). */
-/* "gate=..,qk_norm=..,beta_logits=.." from the options, which it checks. */
-cake_status rt_kda_variant(const cake_kda_options *opt, char *buf, size_t n);
-/* A finalized plan of that variant of `program` with the dims (HV from
- * opt->hv, or H), documents and the scale / lower bound of the options. */
-cake_status rt_kda_plan_variant(const cake_package *pkg, const char *program, const char *variant,
-                                const cake_kda_options *opt, int64_t T, int64_t H, const int32_t *cu_seqlens,
-                                int64_t ndocs, cake_plan **out);
-/* cake_launch with the bindings the entry's stages use among b (names the
- * program lacks are skipped). */
-cake_status rt_launch_named(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
-                            size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
 
 #endif

@@ -5,8 +5,8 @@
  * with cake_package_load() (cake_runtime.h); a package that loads is used
  * the way a host would: every program (and variant) is looked up, planned
  * with a few dims, documents and parameters, finalized, and bindings built
- * from the manifest's tensors are validated; the KDA entries are planned
- * too. Besides the sanitizers, the harness checks the contract: a failure
+ * from the manifest's tensors are validated; the KDA programs are planned
+ * too, through their typed launchers (build/gen/kda_fwd.h, kda_train.h). Besides the sanitizers, the harness checks the contract: a failure
  * always has a message, and every planned item lies inside its area. CAKE_FUZZ_VERBOSE=1 prints each load's status.
  *
  * Files: a listed file holds "cake fuzz stub: PATH\n" (tests/fuzz/
@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "cake_runtime.h"
+#include "kda_fwd.h"
+#include "kda_train.h"
 
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 
@@ -252,15 +254,22 @@ static void use_package(const cake_package *pkg, const cJSON *m) {
   }
   (void)cake_package_program_name(pkg, np);
   (void)cake_package_program_name(pkg, -1);
-  static const char *gates[] = {"safe", "softplus", "external"};
+  static const kda_fwd_gate gates[] = {KDA_FWD_GATE_SAFE, KDA_FWD_GATE_SOFTPLUS, KDA_FWD_GATE_EXTERNAL};
+  static const kda_train_gate train_gates[] = {KDA_TRAIN_GATE_SAFE, KDA_TRAIN_GATE_SOFTPLUS, KDA_TRAIN_GATE_EXTERNAL};
   for (int g = 0; g < 3; g++) {
-    cake_kda_options o = {.gate = gates[g], .qk_norm = g != 1, .beta_logits = 1, .hv = g == 1 ? 4 : 0};
     int32_t cu[3] = {0, 64, 200};
+    kda_fwd_options o = {.gate = gates[g], .qk_norm = g != 1 ? KDA_FWD_QK_NORM_TRUE : KDA_FWD_QK_NORM_FALSE,
+                         .beta_logits = KDA_FWD_BETA_LOGITS_TRUE};
+    kda_fwd_dims d = {.T = 200, .H = 2, .HV = g == 1 ? 4 : 2, .cu_seqlens = g == 2 ? cu : NULL, .ndocs = 2};
     cake_plan *plan = NULL;
-    if (cake_kda_plan(pkg, &o, 200, 2, g == 2 ? cu : NULL, 2, &plan) == CAKE_OK) cake_plan_free(plan);
+    if (kda_fwd_plan(pkg, &o, &d, NULL, &plan) == CAKE_OK) cake_plan_free(plan);
+    kda_train_options to = {.gate = train_gates[g],
+                            .qk_norm = g != 1 ? KDA_TRAIN_QK_NORM_TRUE : KDA_TRAIN_QK_NORM_FALSE,
+                            .beta_logits = KDA_TRAIN_BETA_LOGITS_TRUE,
+                            .save = g ? KDA_TRAIN_SAVE_STATES : KDA_TRAIN_SAVE_CKPT};
+    kda_train_dims td = {.T = 200, .H = 2, .HV = g == 1 ? 4 : 2, .cu_seqlens = g == 1 ? cu : NULL, .ndocs = 2};
     plan = NULL;
-    if (cake_kda_train_plan(pkg, &o, g ? "states" : "ckpt", 200, 2, g == 1 ? cu : NULL, 2, &plan) == CAKE_OK)
-      cake_plan_free(plan);
+    if (kda_train_plan(pkg, &to, &td, NULL, &plan) == CAKE_OK) cake_plan_free(plan);
   }
 }
 

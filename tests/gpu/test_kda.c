@@ -5,7 +5,9 @@
  * bit. The reference runs on all CPU cores, one thread per group of heads.
  * Grouped value heads (GVA: HV value heads over H key heads) among the
  * shapes, and a plan whose heads do not divide fails with the spec's
- * requirement named.
+ * requirement named. Planned and launched through the typed launchers
+ * generated from the spec (kda_fwd.h): vblock is left to the spec's prefer
+ * clause, scale and lower_bound at their defaults.
  *
  * usage: test_kda PACKAGE_DIR [--seed N] [--quick] */
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "gpu_util.h"
+#include "kda_fwd.h"
 #include "ref_kda.h"
 
 enum { K = 128, V = 128 };
@@ -52,6 +55,18 @@ static void *ref_thread(void *arg) {
 static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
   cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
   return t;
+}
+
+/* The variant of a shape's options; vblock stays DEFAULT (the prefer clause). */
+static kda_fwd_options fwd_options(const char *gate, int qk_norm, int beta_logits) {
+  kda_fwd_options o = {
+      .gate = !strcmp(gate, "safe")       ? KDA_FWD_GATE_SAFE
+              : !strcmp(gate, "softplus") ? KDA_FWD_GATE_SOFTPLUS
+                                          : KDA_FWD_GATE_EXTERNAL,
+      .qk_norm = qk_norm ? KDA_FWD_QK_NORM_TRUE : KDA_FWD_QK_NORM_FALSE,
+      .beta_logits = beta_logits ? KDA_FWD_BETA_LOGITS_TRUE : KDA_FWD_BETA_LOGITS_FALSE,
+  };
+  return o;
 }
 
 static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
@@ -133,9 +148,10 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
     pthread_create(&th[i], NULL, ref_thread, &jobs[i]);
   }
 
-  cake_kda_options opt = {sh->gate, sh->qk_norm, sh->beta_logits, 0, 0, 0, sh->HV};
+  kda_fwd_options opt = fwd_options(sh->gate, sh->qk_norm, sh->beta_logits);
+  kda_fwd_dims dims = {.T = T, .H = H, .HV = HV, .cu_seqlens = cu, .ndocs = N}; /* cu NULL: one document */
   cake_plan *plan;
-  RT(cake_kda_plan(pkg, &opt, T, H, cu, N, &plan));
+  RT(kda_fwd_plan(pkg, &opt, &dims, NULL, &plan));
   size_t ws;
   RT(cake_plan_workspace_bytes(plan, &ws));
   CUdeviceptr dq = gpu_alloc(nq * 2), dk = gpu_alloc(nq * 2), dv = gpu_alloc(nv * 2),
@@ -150,14 +166,15 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   CK(cuMemcpyHtoD(dA, hA, (size_t)HV * 4));
   CK(cuMemcpyHtoD(ddt, hdt, (size_t)(HV * K) * 4));
   CK(cuMemcpyHtoD(dh0, hh0, ns * 4));
-  cake_kda_tensors t = {
+  /* the external gate's variant has no A_log, dt_bias: left unbound (data 0) */
+  kda_fwd_tensors t = {
       .q = tensor(dq, CAKE_BF16, 3, T, H, K, 0),
       .k = tensor(dk, CAKE_BF16, 3, T, H, K, 0),
       .v = tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
       .g = tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
       .beta = tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
-      .A_log = tensor(dA, CAKE_F32, 1, HV, 0, 0, 0),
-      .dt_bias = tensor(ddt, CAKE_F32, 2, HV, K, 0, 0),
+      .A_log = tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
+      .dt_bias = tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
       .h0 = tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
       .o = tensor(dout, CAKE_BF16, 3, T, HV, V, 0),
       .ht = tensor(sh->with_ht ? dht : 0, CAKE_F32, 4, N, HV, K, V),
@@ -167,7 +184,7 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   for (int run = 0; run < 2; run++) {
     gpu_poison(dout, nv * 2);
     gpu_poison(dht, ns * 4);
-    RT(cake_kda_forward(plan, &t, work, ws, NULL));
+    RT(kda_fwd_launch_fwd(plan, &t, work, ws, 0, 0, NULL));
     CK(cuCtxSynchronize());
     CK(cuMemcpyDtoH(ho[run], dout, nv * 2));
     CK(cuMemcpyDtoH(hht[run], dht, ns * 4));
@@ -230,9 +247,10 @@ int main(int argc, char **argv) {
   /* value heads that are not a multiple of the key heads: the spec's
    * requirement, named, with where it is and the dims */
   {
-    cake_kda_options opt = {"safe", 1, 1, 0, 0, 0, 3};
+    kda_fwd_options opt = fwd_options("safe", 1, 1);
+    kda_fwd_dims dims = {.T = 1024, .H = 2, .HV = 3};
     cake_plan *plan = NULL;
-    cake_status s = cake_kda_plan(pkg, &opt, 1024, 2, NULL, 0, &plan);
+    cake_status s = kda_fwd_plan(pkg, &opt, &dims, NULL, &plan);
     const char *msg = cake_last_error();
     int ok = s == CAKE_ERR_PLAN && !plan && strstr(msg, "dims break 'HV % H == 0' (kda_fwd.cake:") &&
              strstr(msg, "): HV = 3, H = 2");

@@ -1,6 +1,7 @@
 /* test_kda_train.c - the KDA training program (specs/kda/kda_train.cake)
  * on the GPU against the float64 recurrence and its backward: entries fwd and
- * bwd through the generic runtime API, fresh random inputs (seed printed),
+ * bwd through the typed launchers generated from the spec (kda_train.h; one
+ * tensor struct for both entries), fresh random inputs (seed printed),
  * outputs poisoned with NaN before each launch, fla's error metric
  * RMS(x - ref) / RMS(ref) with the thresholds of the interpreter test
  * (o, ht 0.005; dq, dk, dv, dh0 0.008; dg, dbeta, dA_log, ddt_bias 0.02), and
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "gpu_util.h"
+#include "kda_train.h"
 #include "ref_kda.h"
 
 enum { K = 128, V = 128, NOUT = 10 };
@@ -114,19 +116,18 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
   ref_kda_bwd(&ko, T, H, HV, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, dO, sh->with_dht ? dht : NULL, &gr);
 
-  /* the GPU */
-  char variant[160];
-  snprintf(variant, sizeof variant, "gate=%s,qk_norm=%s,beta_logits=%s,save=%s", sh->gate,
-           sh->qk_norm ? "true" : "false", sh->beta_logits ? "true" : "false", sh->save);
-  const cake_program *gp;
-  RT(cake_package_variant(pkg, "kda_train", variant, &gp));
+  /* the GPU: every option given (kda_train has no prefer clauses), params at their defaults */
+  kda_train_options opt = {
+      .gate = !strcmp(sh->gate, "safe")       ? KDA_TRAIN_GATE_SAFE
+              : !strcmp(sh->gate, "softplus") ? KDA_TRAIN_GATE_SOFTPLUS
+                                              : KDA_TRAIN_GATE_EXTERNAL,
+      .qk_norm = sh->qk_norm ? KDA_TRAIN_QK_NORM_TRUE : KDA_TRAIN_QK_NORM_FALSE,
+      .beta_logits = sh->beta_logits ? KDA_TRAIN_BETA_LOGITS_TRUE : KDA_TRAIN_BETA_LOGITS_FALSE,
+      .save = !strcmp(sh->save, "states") ? KDA_TRAIN_SAVE_STATES : KDA_TRAIN_SAVE_CKPT,
+  };
+  kda_train_dims dims = {.T = T, .H = H, .HV = HV, .cu_seqlens = cu, .ndocs = N}; /* cu NULL: one document */
   cake_plan *plan;
-  RT(cake_plan_create(gp, &plan));
-  RT(cake_plan_set_dim(plan, "T", T));
-  RT(cake_plan_set_dim(plan, "H", H));
-  RT(cake_plan_set_dim(plan, "HV", HV));
-  if (cu) RT(cake_plan_set_docs(plan, cu, N));
-  RT(cake_plan_finalize(plan));
+  RT(kda_train_plan(pkg, &opt, &dims, NULL, &plan));
   size_t ws, sv;
   RT(cake_plan_workspace_bytes(plan, &ws));
   RT(cake_plan_saved_bytes(plan, &sv));
@@ -137,39 +138,36 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   CUdeviceptr dh0 = upload(hh0, ns * 4), ddht = upload(hdht, ns * 4);
   CUdeviceptr out[NOUT];
   for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (bf16_out[o] ? 2 : 4));
-  cake_binding in[10] = {
-      {"q", tensor(dq, CAKE_BF16, 3, T, H, K, 0)},
-      {"k", tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
-      {"v", tensor(dv, CAKE_BF16, 3, T, HV, V, 0)},
-      {"g", tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0)},
-      {"beta", tensor(db, CAKE_BF16, 2, T, HV, 0, 0)},
-      {"h0", tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V)},
-      {"A_log", tensor(dA, CAKE_F32, 1, HV, 0, 0, 0)},
-      {"dt_bias", tensor(ddt, CAKE_F32, 2, HV, K, 0, 0)},
+  /* one struct for both entries (each binds what it is given: fwd's inputs and
+   * outputs, bwd's do, dht and gradients); the external gate's variant has no
+   * A_log, dt_bias or their gradients: left unbound (data 0) */
+  kda_train_tensors t = {
+      .q = tensor(dq, CAKE_BF16, 3, T, H, K, 0),
+      .k = tensor(dk, CAKE_BF16, 3, T, H, K, 0),
+      .v = tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
+      .g = tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
+      .beta = tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
+      .h0 = tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
+      .A_log = tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
+      .dt_bias = tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
+      .o = tensor(out[0], CAKE_BF16, 3, T, HV, V, 0),
+      .ht = tensor(out[1], CAKE_F32, 4, N, HV, K, V),
+      .do_ = tensor(ddo, CAKE_BF16, 3, T, HV, V, 0),
+      .dht = tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, HV, K, V),
+      .dq = tensor(out[2], CAKE_BF16, 3, T, H, K, 0),
+      .dk = tensor(out[3], CAKE_BF16, 3, T, H, K, 0),
+      .dv = tensor(out[4], CAKE_BF16, 3, T, HV, V, 0),
+      .dg = tensor(out[5], CAKE_F32, 3, T, HV, K, 0),
+      .dbeta = tensor(out[6], CAKE_F32, 2, T, HV, 0, 0),
+      .dA_log = tensor(external ? 0 : out[7], CAKE_F32, 1, HV, 0, 0, 0),
+      .ddt_bias = tensor(external ? 0 : out[8], CAKE_F32, 2, HV, K, 0, 0),
+      .dh0 = tensor(out[9], CAKE_F32, 4, N, HV, K, V),
   };
-  int nin = external ? 6 : 8;
-  cake_binding fb[16], bb[24];
-  int nf = 0, nbb = 0;
-  for (int i = 0; i < nin; i++) fb[nf++] = in[i], bb[nbb++] = in[i];
-  fb[nf++] = (cake_binding){"o", tensor(out[0], CAKE_BF16, 3, T, HV, V, 0)};
-  fb[nf++] = (cake_binding){"ht", tensor(out[1], CAKE_F32, 4, N, HV, K, V)};
-  bb[nbb++] = (cake_binding){"do", tensor(ddo, CAKE_BF16, 3, T, HV, V, 0)};
-  bb[nbb++] = (cake_binding){"dht", tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, HV, K, V)};
-  bb[nbb++] = (cake_binding){"dq", tensor(out[2], CAKE_BF16, 3, T, H, K, 0)};
-  bb[nbb++] = (cake_binding){"dk", tensor(out[3], CAKE_BF16, 3, T, H, K, 0)};
-  bb[nbb++] = (cake_binding){"dv", tensor(out[4], CAKE_BF16, 3, T, HV, V, 0)};
-  bb[nbb++] = (cake_binding){"dg", tensor(out[5], CAKE_F32, 3, T, HV, K, 0)};
-  bb[nbb++] = (cake_binding){"dbeta", tensor(out[6], CAKE_F32, 2, T, HV, 0, 0)};
-  if (!external) {
-    bb[nbb++] = (cake_binding){"dA_log", tensor(out[7], CAKE_F32, 1, HV, 0, 0, 0)};
-    bb[nbb++] = (cake_binding){"ddt_bias", tensor(out[8], CAKE_F32, 2, HV, K, 0, 0)};
-  }
-  bb[nbb++] = (cake_binding){"dh0", tensor(out[9], CAKE_F32, 4, N, HV, K, V)};
   void *host[2][NOUT];
   for (int run = 0; run < 2; run++) {
     for (int o = 0; o < NOUT; o++) gpu_poison(out[o], n[o] * (bf16_out[o] ? 2 : 4));
-    RT(cake_launch(plan, "fwd", fb, nf, work, ws, saved, sv, NULL));
-    RT(cake_launch(plan, "bwd", bb, nbb, work, ws, saved, sv, NULL));
+    RT(kda_train_launch_fwd(plan, &t, work, ws, saved, sv, NULL));
+    RT(kda_train_launch_bwd(plan, &t, work, ws, saved, sv, NULL));
     CK(cuCtxSynchronize());
     for (int o = 0; o < NOUT; o++) {
       host[run][o] = malloc(n[o] * 4);

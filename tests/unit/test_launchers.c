@@ -1,12 +1,15 @@
 /* test_launchers.c - the typed C launchers that `cakec --emit=header` writes
  * (compiler/header.c), compiled here against the runtime: plan through
  * them, bind by field, validate, and the errors they report. The headers
- * are generated at build time from specs/first/first.cake,
- * specs/kda/kda_fwd.cake and tests/lit/diag/options.cake; packages are
- * compiled into a temporary directory (sm_90a; no GPU is needed: nothing is
- * launched). */
+ * are generated at build time (build/gen) from specs/first/first.cake,
+ * specs/kda/kda_fwd.cake, specs/kda/kda_train.cake and
+ * tests/lit/diag/options.cake; the KDA examples, GPU tests and fuzz harness
+ * launch through the same headers. Packages are compiled into a temporary
+ * directory (sm_90a; no GPU is needed: nothing is launched). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "cake.h"
 #include "first.h"
 #include "kda_fwd.h"
+#include "kda_train.h"
 #include "opts.h"
 #include "rt.h" /* plan->prog: which variant a plan took */
 
@@ -40,7 +44,9 @@ static int setup(void **st) {
   if (!mkdtemp(g_dir)) return -1;
   return compile(CAKE_SOURCE_DIR "/specs/first/first.cake", NULL, "first") ||
          compile(CAKE_SOURCE_DIR "/tests/lit/diag/options.cake", NULL, "opts") ||
-         compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true", "kda");
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true", "kda") ||
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=states",
+                 "kda_train");
 }
 
 static int teardown(void **st) {
@@ -188,22 +194,156 @@ static void kda_binds_what_the_variant_has(void **st) {
   assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
   assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
   cake_plan_free(plan);
-  /* the hand-written entry keeps its behaviour: vblock 0 chooses, 16 / 32 force */
-  cake_kda_options ko = {"external", 0, 1, 0.25, 0, 0, 2};
-  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, NULL, 0, &plan), CAKE_OK);
-  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
-  cake_plan_free(plan);
-  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, cu, 3, &plan), CAKE_OK);
-  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
-  cake_plan_free(plan);
-  ko.vblock = 16;
-  assert_int_equal(cake_kda_plan(pkg, &ko, 300, 2, cu, 3, &plan), CAKE_OK);
+  d.cu_seqlens = cu; /* forced: v16 where the clause would take v32 */
+  o.vblock = KDA_FWD_VBLOCK_V16;
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
   assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
   cake_plan_free(plan);
   unsetenv("CAKE_DEVICE_SMS");
-  d.cu_seqlens = cu;
   o.gate = KDA_FWD_GATE_SAFE; /* not compiled into this package */
   assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_ERR_NOT_FOUND);
+  cake_package_free(pkg);
+}
+
+/* What the launcher and the runtime check before computing with a value:
+ * options (each an enum value), dims and documents (cake_package_choose, F13),
+ * params (cake_plan_set_param). */
+static void kda_arguments_are_checked(void **st) {
+  (void)st;
+  cake_package *pkg = load("kda");
+  int32_t cu[] = {0, 128};
+  kda_fwd_dims d = {.T = 128, .H = 2, .HV = 2};
+  kda_fwd_options o = {.gate = KDA_FWD_GATE_EXTERNAL, .qk_norm = KDA_FWD_QK_NORM_FALSE};
+  cake_plan *plan = (cake_plan *)&d;
+  assert_int_equal(kda_fwd_plan(NULL, &o, &d, NULL, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "kda_fwd_plan: pkg, d and out are required");
+  assert_null(plan);
+  assert_int_equal(kda_fwd_plan(pkg, &o, NULL, NULL, &plan), CAKE_ERR_ARGUMENT);
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, NULL, NULL), CAKE_ERR_ARGUMENT);
+  static const struct {
+    kda_fwd_options o;
+    const char *msg;
+  } bad_options[] = {
+      {{.gate = (kda_fwd_gate)4}, "kda_fwd: option gate is not one of its enum's values"},
+      {{.gate = (kda_fwd_gate)-1}, "kda_fwd: option gate is not one of its enum's values"},
+      {{.vblock = (kda_fwd_vblock)7}, "kda_fwd: option vblock is not one of its enum's values"},
+      {{.qk_norm = (kda_fwd_qk_norm)3}, "kda_fwd: option qk_norm is not one of its enum's values"},
+  };
+  for (size_t i = 0; i < sizeof bad_options / sizeof bad_options[0]; i++) {
+    assert_int_equal(kda_fwd_plan(pkg, &bad_options[i].o, &d, NULL, &plan), CAKE_ERR_ARGUMENT);
+    assert_string_equal(cake_last_error(), bad_options[i].msg);
+    assert_null(plan);
+  }
+  const struct { /* (not static: cu is a local) */
+    kda_fwd_dims d;
+    const char *msg;
+  } bad_dims[] = {
+      {{.T = 128, .H = INT64_MAX, .HV = 2}, "dim 'H' is 9223372036854775807; expected a value in [0, 2^31)"},
+      {{.T = -1, .H = 2, .HV = 2}, "dim 'T' is -1; expected a value in [0, 2^31)"},
+      {{.T = 128, .H = 2, .HV = -4}, "dim 'HV' is -4; expected a value in [0, 2^31)"},
+      {{.T = 128, .H = 2, .HV = (int64_t)1 << 40}, "dim 'HV' is 1099511627776; expected a value in [0, 2^31)"},
+      {{.T = 128, .H = 2, .HV = 2, .cu_seqlens = cu, .ndocs = (int64_t)1 << 40},
+       "cake_package_choose: ndocs is 1099511627776; expected 0 (one document) to 2147483646"},
+      {{.T = 128, .H = 2, .HV = 2, .cu_seqlens = cu, .ndocs = -1},
+       "cake_package_choose: ndocs is -1; expected 0 (one document) to 2147483646"},
+  };
+  for (size_t i = 0; i < sizeof bad_dims / sizeof bad_dims[0]; i++) {
+    assert_int_equal(kda_fwd_plan(pkg, &o, &bad_dims[i].d, NULL, &plan), CAKE_ERR_ARGUMENT);
+    assert_string_equal(cake_last_error(), bad_dims[i].msg);
+    assert_null(plan);
+  }
+  static const struct {
+    kda_fwd_params p;
+    const char *msg;
+  } bad_params[] = {
+      {{.scale = {1, NAN}}, "parameter 'scale' is f32; nan is not a finite f32 value"},
+      {{.scale = {1, INFINITY}}, "parameter 'scale' is f32; inf is not a finite f32 value"},
+      {{.lower_bound = {1, NAN}}, "parameter 'lower_bound' is f32; nan is not a finite f32 value"},
+      {{.lower_bound = {1, -INFINITY}}, "parameter 'lower_bound' is f32; -inf is not a finite f32 value"},
+  };
+  for (size_t i = 0; i < sizeof bad_params / sizeof bad_params[0]; i++) {
+    assert_int_equal(kda_fwd_plan(pkg, &o, &d, &bad_params[i].p, &plan), CAKE_ERR_ARGUMENT);
+    assert_string_equal(cake_last_error(), bad_params[i].msg);
+    assert_null(plan);
+  }
+  /* A param's value is checked against its type only: the spec states no
+   * range, so a positive lower_bound (a growing state for the safe gate) is
+   * the caller's to refuse. */
+  kda_fwd_params p = {.scale = {1, 0.125}, .lower_bound = {1, 5}};
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* kda_train through its launchers: the arguments, the save mode, and one
+ * tensor struct for both entries, as the GPU test and the example bind it
+ * (each entry validates what it is given; bwd needs do and the gradients). */
+static void kda_train_binds_both_entries_from_one_struct(void **st) {
+  (void)st;
+  cake_package *first = load("first");
+  kda_train_options o = {.gate = KDA_TRAIN_GATE_SOFTPLUS, .save = KDA_TRAIN_SAVE_STATES};
+  int32_t cu[] = {0, 100, 101, 300};
+  kda_train_dims d = {.T = 300, .H = 2, .HV = 4, .cu_seqlens = cu, .ndocs = 3};
+  cake_plan *plan = (cake_plan *)&d;
+  assert_int_equal(kda_train_plan(NULL, &o, &d, NULL, &plan), CAKE_ERR_ARGUMENT);
+  assert_null(plan);
+  o.save = (kda_train_save)3;
+  assert_int_equal(kda_train_plan(first, &o, &d, NULL, &plan), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "kda_train: option save is not one of its enum's values");
+  o.save = KDA_TRAIN_SAVE_STATES;
+  assert_int_equal(kda_train_plan(first, &o, &d, NULL, &plan), CAKE_ERR_NOT_FOUND);
+  assert_string_equal(cake_last_error(), "the package has no program 'kda_train'");
+  kda_train_tensors t;
+  memset(&t, 0, sizeof t);
+  assert_int_equal(kda_train_launch_fwd(NULL, &t, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(kda_train_launch_bwd(NULL, &t, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  cake_package_free(first);
+
+  cake_package *pkg = load("kda_train");
+  assert_int_equal(kda_train_plan(pkg, &o, &d, NULL, &plan), CAKE_OK);
+  assert_string_equal(plan->prog->variant, "gate=softplus,qk_norm=true,beta_logits=true,save=states");
+  size_t ws = 0, sv = 0;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_OK);
+  assert_int_equal(cake_plan_saved_bytes(plan, &sv), CAKE_OK);
+  assert_true(ws > 0);
+  /* states: the per-chunk states of every value head, f32 [chunks, HV, 128, 128] */
+  assert_int_equal(sv, (size_t)cake_plan_chunk_count(plan) * 4 * 128 * 128 * 4);
+  int64_t T = 300, H = 2, HV = 4, N = 3, K = 128;
+  uint64_t at = 0x1000000;
+#define NEXT (at += 0x1000000)
+  t = (kda_train_tensors){
+      .q = tensor(NEXT, CAKE_BF16, 3, T, H, K),
+      .k = tensor(NEXT, CAKE_BF16, 3, T, H, K),
+      .v = tensor(NEXT, CAKE_BF16, 3, T, HV, K),
+      .g = tensor(NEXT, CAKE_BF16, 3, T, HV, K),
+      .A_log = tensor(NEXT, CAKE_F32, 1, HV),
+      .dt_bias = tensor(NEXT, CAKE_F32, 2, HV, K),
+      .beta = tensor(NEXT, CAKE_BF16, 2, T, HV),
+      .h0 = tensor(NEXT, CAKE_F32, 4, N, HV, K, K),
+      .o = tensor(NEXT, CAKE_BF16, 3, T, HV, K),
+      .ht = tensor(NEXT, CAKE_F32, 4, N, HV, K, K),
+      .dq = tensor(NEXT, CAKE_BF16, 3, T, H, K),
+      .dk = tensor(NEXT, CAKE_BF16, 3, T, H, K),
+      .dv = tensor(NEXT, CAKE_BF16, 3, T, HV, K),
+      .dg = tensor(NEXT, CAKE_F32, 3, T, HV, K),
+      .dbeta = tensor(NEXT, CAKE_F32, 2, T, HV),
+      .dA_log = tensor(NEXT, CAKE_F32, 1, HV),
+      .ddt_bias = tensor(NEXT, CAKE_F32, 2, HV, K),
+      .dh0 = tensor(NEXT, CAKE_F32, 4, N, HV, K, K),
+  };
+  assert_int_equal(kda_train_validate_fwd(plan, &t), CAKE_OK); /* the gradients bound too: checked, not used */
+  assert_int_equal(kda_train_validate_bwd(plan, &t), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "entry 'bwd' needs tensor 'do', which is not bound");
+  t.do_ = tensor(NEXT, CAKE_BF16, 3, T, HV, K);
+#undef NEXT
+  assert_int_equal(kda_train_validate_bwd(plan, &t), CAKE_OK); /* dht, dh0 optional */
+  t.dq.shape[1] = HV; /* dq has the key heads: [T, H, K] */
+  assert_int_equal(kda_train_validate_fwd(plan, &t), CAKE_ERR_TENSOR);
+  assert_int_equal(kda_train_validate_bwd(plan, &t), CAKE_ERR_TENSOR);
+  assert_non_null(strstr(cake_last_error(), "dq"));
+  cake_plan_free(plan);
+  o.save = KDA_TRAIN_SAVE_DEFAULT; /* ckpt: not compiled into this package */
+  assert_int_equal(kda_train_plan(pkg, &o, &d, NULL, &plan), CAKE_ERR_NOT_FOUND);
   cake_package_free(pkg);
 }
 
@@ -212,6 +352,8 @@ int main(void) {
       cmocka_unit_test(first_plans_and_validates_by_field),
       cmocka_unit_test(options_pick_the_variant),
       cmocka_unit_test(kda_binds_what_the_variant_has),
+      cmocka_unit_test(kda_arguments_are_checked),
+      cmocka_unit_test(kda_train_binds_both_entries_from_one_struct),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1093,17 +1093,7 @@ static void null_and_out_of_range_arguments(void **st) {
   assert_int_equal(cake_validate(plan, "fwd", b, 2), CAKE_ERR_ARGUMENT);
   assert_string_equal(cake_last_error(), "binding 1 has no name");
   assert_int_equal(cake_launch(NULL, "fwd", b, 2, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
-  /* the KDA entry points and the device queries */
-  cake_kda_options o = {"safe", 1, 1, 0, 0, 0, 0};
-  cake_plan *kp;
-  assert_int_equal(cake_kda_plan(NULL, &o, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_plan(pkg, NULL, 128, 2, NULL, 0, &kp), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_plan(pkg, &o, 128, 2, NULL, 0, NULL), CAKE_ERR_ARGUMENT);
-  cake_kda_tensors t;
-  memset(&t, 0, sizeof t);
-  assert_int_equal(cake_kda_forward(NULL, &t, 0, 0, NULL), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_launch(plan, NULL, &t, 0, 0, NULL), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_launch(plan, "fwd", NULL, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+  /* the device queries */
   assert_int_equal(cake_device_sm_count(NULL), CAKE_ERR_ARGUMENT);
   assert_int_equal(cake_device_target(NULL, 16), CAKE_ERR_ARGUMENT);
   char buf[16];
@@ -1190,76 +1180,6 @@ static void sizes_never_wrap(void **st) {
   /* an input that large is refused at finalize, so validation's stride products cannot overflow (F13) */
   assert_int_equal(plan_big("'shape': ['T', 'H', 64]", "'shape': ['H', 'H', 'H']"), CAKE_ERR_PLAN);
   assert_string_equal(g_big_error, "tensor 'x' [H=2147483647, H=2147483647, H=2147483647] of bf16 has more than 2^64 bytes");
-  /* cake_kda_plan checks T, H and ndocs before computing with them (F13) */
-  cake_package *pkg;
-  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK);
-  cake_kda_options o = {"safe", 1, 1, 0, 0, 0, 0};
-  cake_plan *plan = (cake_plan *)&g_seq;
-  int32_t cu[2] = {0, 128};
-  assert_int_equal(cake_kda_plan(pkg, &o, 128, INT64_MAX, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_string_equal(cake_last_error(), "dim H = 9223372036854775807 is out of range [0, 2^31)");
-  assert_null(plan);
-  assert_int_equal(cake_kda_plan(pkg, &o, -1, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_plan(pkg, &o, 128, (int64_t)1 << 40, cu, (int64_t)1 << 40, &plan), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_plan(pkg, &o, 128, 2, cu, (int64_t)1 << 40, &plan), CAKE_ERR_ARGUMENT);
-  assert_string_equal(cake_last_error(), "ndocs = 1099511627776 is out of range [1, 2147483646]");
-  cake_package_free(pkg);
-}
-
-static void kda_options_are_validated(void **st) {
-  cake_package *pkg;
-  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK); /* no kda_fwd: options are checked first */
-  static const struct {
-    cake_kda_options o;
-    const char *msg;
-  } cases[] = {
-      {{"safe", 1, 1, 0, 0, 7, 0}, "KDA vblock is 7; expected 16, 32 or 0 (chosen from the problem)"},
-      {{"safe", 1, 1, 0, 0, -16, 0}, "KDA vblock is -16; expected 16, 32 or 0 (chosen from the problem)"},
-      {{"safe", 1, 1, NAN, 0, 0, 0}, "KDA scale is nan; expected a finite value (0: 1/sqrt(K))"},
-      {{"safe", 1, 1, INFINITY, 0, 0, 0}, "KDA scale is inf; expected a finite value (0: 1/sqrt(K))"},
-      {{"safe", 1, 1, 0, 5, 0, 0}, "KDA lower_bound is 5; expected a negative value (0: -5)"},
-      {{"safe", 1, 1, 0, NAN, 0, 0}, "KDA lower_bound is nan; expected a negative value (0: -5)"},
-      {{"safe", 1, 1, 0, -INFINITY, 0, 0}, "KDA lower_bound is -inf; expected a negative value (0: -5)"},
-      {{"nope", 1, 1, 0, 0, 0, 0}, "unknown KDA gate 'nope' (safe, softplus or external)"},
-      {{"safe", 1, 1, 0, 0, 0, -4}, "dim HV = -4 is out of range [0, 2^31)"},
-      {{"safe", 1, 1, 0, 0, 0, (int64_t)1 << 40}, "dim HV = 1099511627776 is out of range [0, 2^31)"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    cake_plan *plan;
-    assert_int_equal(cake_kda_plan(pkg, &cases[i].o, 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-    assert_string_equal(cake_last_error(), cases[i].msg);
-  }
-  cake_kda_options ok = {"safe", 1, 1, 0.125, -3, 32, 0};
-  cake_plan *plan;
-  assert_int_equal(cake_kda_plan(pkg, &ok, 128, 2, NULL, 0, &plan), CAKE_ERR_NOT_FOUND); /* valid; no such program here */
-  assert_string_equal(cake_last_error(), "the package has no program 'kda_fwd'");
-  cake_package_free(pkg);
-}
-
-/* The training entry checks its own arguments and the shared options. */
-static void kda_train_options_are_validated(void **st) {
-  cake_package *pkg;
-  assert_int_equal(cake_package_load(g_pkg, NULL, &pkg), CAKE_OK); /* no kda_train: arguments are checked first */
-  cake_kda_options o = {"softplus", 1, 1, 0, 0, 0, 0};
-  cake_plan *plan = (cake_plan *)&o;
-  assert_int_equal(cake_kda_train_plan(NULL, &o, "ckpt", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_null(plan);
-  assert_int_equal(cake_kda_train_plan(pkg, NULL, "ckpt", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_train_plan(pkg, &o, "ckpt", 128, 2, NULL, 0, NULL), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_train_plan(pkg, &o, "everything", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_string_equal(cake_last_error(), "unknown KDA save mode 'everything' (ckpt or states)");
-  o.vblock = 16;
-  assert_int_equal(cake_kda_train_plan(pkg, &o, "states", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_string_equal(cake_last_error(), "kda_train has one V block size: leave vblock 0 (it is 16)");
-  o.vblock = 0, o.gate = "nope";
-  assert_int_equal(cake_kda_train_plan(pkg, &o, "states", 128, 2, NULL, 0, &plan), CAKE_ERR_ARGUMENT);
-  assert_string_equal(cake_last_error(), "unknown KDA gate 'nope' (safe, softplus or external)");
-  o.gate = NULL; /* safe, and ckpt by default */
-  assert_int_equal(cake_kda_train_plan(pkg, &o, NULL, 128, 2, NULL, 0, &plan), CAKE_ERR_NOT_FOUND);
-  assert_string_equal(cake_last_error(), "the package has no program 'kda_train'");
-  assert_int_equal(cake_kda_train_forward(NULL, NULL, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
-  assert_int_equal(cake_kda_train_backward(NULL, NULL, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
-  cake_package_free(pkg);
 }
 
 /* The launch computes each stage's grid within CUDA's range, whatever a
@@ -1434,8 +1354,7 @@ int main(void) {
       cmocka_unit_test(missing_file_names_its_cause), cmocka_unit_test(files_stay_inside_the_package),
       cmocka_unit_test(only_regular_files_are_read), cmocka_unit_test(kernels_use_the_hashed_bytes),
       cmocka_unit_test(null_and_out_of_range_arguments), cmocka_unit_test(cu_seqlens_are_validated),
-      cmocka_unit_test(sizes_never_wrap), cmocka_unit_test(kda_options_are_validated),
-      cmocka_unit_test(kda_train_options_are_validated),
+      cmocka_unit_test(sizes_never_wrap),
       cmocka_unit_test(grids_stay_in_range), cmocka_unit_test(missing_driver_is_named),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
