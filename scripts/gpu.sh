@@ -55,7 +55,8 @@ case "${1:-}" in
     # tool; any report fails the step (--error-exitcode), and so does a run
     # past CAKE_SANITIZE_TIMEOUT seconds (exit 124). CAKE_SANITIZERS narrows
     # the tools, CAKE_SANITIZE_TESTS the tests; CAKE_SANITIZE_JOBS runs that
-    # many (tool, test) pairs at once (default 1).
+    # many (tool, test) pairs at once (default 1). Extra arguments go to the
+    # tests (racecheck is slow: `--max-t 1100` keeps the smallest shapes).
     shift
     mkdir -p "$out"
     cs="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"

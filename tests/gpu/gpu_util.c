@@ -1,5 +1,7 @@
 #include "gpu_util.h"
 
+#include <limits.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +57,15 @@ uint64_t rng_seed(int argc, char **argv) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec;
+}
+
+long long max_tokens(int argc, char **argv, long long quick_t) {
+  long long t = LLONG_MAX;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick") && quick_t < t) t = quick_t;
+    if (!strcmp(argv[i], "--max-t") && i + 1 < argc) return strtoll(argv[i + 1], NULL, 10);
+  }
+  return t;
 }
 
 static uint64_t next(uint64_t *s) {

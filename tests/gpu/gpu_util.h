@@ -22,6 +22,9 @@ void gpu_poison(CUdeviceptr p, size_t bytes); /* 0xFF bytes: NaN in every float 
 
 /* A random stream; the seed comes from the clock unless given (printed for reruns). */
 uint64_t rng_seed(int argc, char **argv);
+/* The largest T a test runs: `--max-t N`, else `quick_t` with --quick, else
+ * no limit (the sanitizers run the tests on their small shapes). */
+long long max_tokens(int argc, char **argv, long long quick_t);
 double rng_uniform(uint64_t *s); /* [0, 1) */
 double rng_normal(uint64_t *s);
 

@@ -6,7 +6,7 @@
  * for o and ht), and a second launch compared bit for bit. The reference runs
  * on all CPU cores, one thread per group of heads.
  *
- * usage: test_gdn PACKAGE_DIR [--seed N] [--quick]   (--quick: T <= 10000 only) */
+ * usage: test_gdn PACKAGE_DIR [--seed N] [--quick] [--max-t N]   (--quick: T <= 10000 only) */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -185,11 +185,10 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick] [--max-t N]\n", argv[0]);
     return 2;
   }
-  int quick = 0;
-  for (int i = 2; i < argc; i++) quick |= !strcmp(argv[i], "--quick");
+  long long max_t = max_tokens(argc, argv, 10000);
   uint64_t seed = rng_seed(argc, argv), rng = seed;
   printf("test_gdn: seed %llu\n", (unsigned long long)seed);
   gpu_init();
@@ -212,7 +211,7 @@ int main(int argc, char **argv) {
   };
   int n = (int)(sizeof shapes / sizeof shapes[0]), fails = 0;
   for (int i = 0; i < n; i++) {
-    if (quick && shapes[i].T > 10000) continue;
+    if (shapes[i].T > max_t) continue;
     fails += !run_shape(pkg, &shapes[i], &rng);
   }
   cake_package_free(pkg);

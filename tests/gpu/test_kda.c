@@ -9,7 +9,7 @@
  * generated from the spec (kda_fwd.h): vblock is left to the spec's prefer
  * clause, scale and lower_bound at their defaults.
  *
- * usage: test_kda PACKAGE_DIR [--seed N] [--quick] */
+ * usage: test_kda PACKAGE_DIR [--seed N] [--quick] [--max-t N] */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -212,11 +212,10 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick] [--max-t N]\n", argv[0]);
     return 2;
   }
-  int quick = 0;
-  for (int i = 2; i < argc; i++) quick |= !strcmp(argv[i], "--quick");
+  long long max_t = max_tokens(argc, argv, 10000);
   uint64_t seed = rng_seed(argc, argv), rng = seed;
   printf("test_kda: seed %llu\n", (unsigned long long)seed);
   gpu_init();
@@ -241,7 +240,7 @@ int main(int argc, char **argv) {
   };
   int n = (int)(sizeof shapes / sizeof shapes[0]), fails = 0;
   for (int i = 0; i < n; i++) {
-    if (quick && shapes[i].T > 10000) continue;
+    if (shapes[i].T > max_t) continue;
     fails += !run_shape(pkg, &shapes[i], &rng);
   }
   /* value heads that are not a multiple of the key heads: the spec's

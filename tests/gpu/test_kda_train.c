@@ -9,7 +9,7 @@
  * value heads over H key heads; dq and dk sum over each group) among the
  * shapes.
  *
- * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick] */
+ * usage: test_kda_train PACKAGE_DIR [--seed N] [--quick] [--max-t N] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,11 +205,10 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick] [--max-t N]\n", argv[0]);
     return 2;
   }
-  int quick = 0;
-  for (int i = 2; i < argc; i++) quick |= !strcmp(argv[i], "--quick");
+  long long max_t = max_tokens(argc, argv, 5000);
   uint64_t seed = rng_seed(argc, argv), rng = seed;
   printf("test_kda_train: seed %llu\n", (unsigned long long)seed);
   gpu_init();
@@ -249,7 +248,7 @@ int main(int argc, char **argv) {
   };
   int n = (int)(sizeof shapes / sizeof shapes[0]), fails = 0;
   for (int i = 0; i < n; i++) {
-    if (quick && shapes[i].T > 5000) continue;
+    if (shapes[i].T > max_t) continue;
     uint64_t digest;
     fails += !run_shape(pkg, &shapes[i], &rng, &digest);
   }
