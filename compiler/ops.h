@@ -37,6 +37,11 @@
   X(SQRT, "sqrt", OK_UNARY, 1, "sqrt(x) -> f32")                                                 \
   X(RSQRT, "rsqrt", OK_UNARY, 1, "rsqrt(x) = 1/sqrt(x) -> f32")                                  \
   X(ABS, "abs", OK_UNARY, 1, "abs(x) -> f32")                                                    \
+  X(TANH, "tanh", OK_UNARY, 1, "tanh(x) -> f32")                                                 \
+  X(LOG1P, "log1p", OK_UNARY, 1, "log1p(x) = log(1+x) -> f32")                                   \
+  X(EXPM1, "expm1", OK_UNARY, 1, "expm1(x) = exp(x)-1 -> f32")                                   \
+  X(LOGSIGMOID, "logsigmoid", OK_UNARY, 1, "logsigmoid(x) = -softplus(-x) -> f32")               \
+  X(SILU, "silu", OK_UNARY, 1, "silu(x) = x*sigmoid(x) -> f32")                                  \
   X(NOT, "not", OK_LOGIC1, 1, "!b: bool -> bool")                                                \
   X(ADD, "+", OK_BINARY, 2, "a + b: broadcast; floats -> f32, i32 + i32 -> i32")                 \
   X(SUB, "-", OK_BINARY, 2, "a - b")                                                             \

@@ -320,6 +320,7 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
     case OP_SQRT: return mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &x);
     case OP_RSQRT: return approx(L, "llvm.nvvm.rsqrt.approx.f", x);
     case OP_ABS: return mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x);
+    case OP_TANH: case OP_LOG1P: case OP_EXPM1: case OP_LOGSIGMOID: case OP_SILU: return lower_math_unary(L, op, x);
     case OP_NOT: return mlb_bin(b, "arith.xori", x, mlb_bool(b, 1));
     default: cake_die("not a unary op: %s", cake_ops[op].id);
   }
