@@ -447,6 +447,13 @@ static void exec_inst(Interp *I, const CirInst *in) {
         }
       return;
     }
+    case OK_DECAY_TRI: { /* g's elements in order, [n] or [n, 1]; the upper triangle's exponent is never taken */
+      const Tile *g = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) t->v[r * C + j] = j <= r ? exp(g->v[r] - g->v[j]) : 0;
+      return;
+    }
     case OK_REDUCE: {
       const Tile *a = val(I, in->args[0]);
       Tile *t = def(I, in);

@@ -25,6 +25,7 @@ out grads : f32[T, H, D]
 out total : f32[H, D]
 out m_tanh, m_log1p, m_expm1, m_logsig, m_silu : f32[T, H, D]
 out m_special : f32[H, 5, D]
+out m_decay, m_decay1 : f32[T, H, C]
 temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
@@ -91,6 +92,12 @@ kernel math over (c in chunks, h in H) {
   store m_expm1[c, h, :] = expm1(minimum(z, 80.0))
   store m_logsig[c, h, :] = logsigmoid(z)
   store m_silu[c, h, :] = silu(z)
+  // decay of a strong log-decay (to about -500 over a chunk: the upper
+  // triangle's exponents would overflow exp) and of a mild one as a [C, 1]
+  // column; both cumulative sums are exact in f32 (x is on a grid of 1/16)
+  a = load x[c, h, :]
+  store m_decay[c, h, :] = decay(cumsum(-abs(a[:, 0]) * 4.0, 0))
+  store m_decay1[c, h, :] = decay(cumsum(-abs(a[:, 1]) * 0.0625, 0)[:, None])
 }
 
 // the same functions of special values, coded finite: NaN 1000, +inf 2000,

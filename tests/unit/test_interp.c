@@ -329,6 +329,44 @@ static void elementwise_functions(void **st) {
   }
 }
 
+/* decay(G): exp(G[r] - G[j]) on and below the diagonal, 0 above it, finite
+ * however strong the decay (the upper triangle's exponents reach several hundred here);
+ * the same from a [C] and a [C, 1] column, and the lower triangle of
+ * exp(tril(G[:, None] - G[None, :])), the form it replaces. */
+static void decay_matrix(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T\nconst C = 16\nsequence T, chunk C\n"
+      "in g : f32[T]\nout d1, d2, d3 : f32[T, C]\n"
+      "kernel k over (c in chunks) {\n"
+      "  G = cumsum(-abs(load g[c]), 0)\n"
+      "  store d1[c, :] = decay(G)\n  store d2[c, :] = decay(G[:, None])\n"
+      "  store d3[c, :] = exp(tril(G[:, None] - G[None, :]))\n"
+      "}\nentry fwd = k\n");
+  enum { C = 16, T = 32 }; /* chunk 0: mild decay; chunk 1: strong */
+  static double g[T], out[3][T * C];
+  for (int i = 0; i < T; i++) g[i] = cake_round_f32(i < C ? urand() * 0.2 : 20 + urand() * 40);
+  long long dims[2] = {T};
+  double *tensors[4] = {g, out[0], out[1], out[2]};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  for (int ch = 0; ch < 2; ch++) {
+    double G[C], acc = 0;
+    for (int r = 0; r < C; r++) G[r] = acc -= fabs(g[ch * C + r]);
+    for (int r = 0; r < C; r++)
+      for (int j = 0; j < C; j++) {
+        int i = (ch * C + r) * C + j;
+        double want = j <= r ? cake_round_f32(exp(G[r] - G[j])) : 0;
+        assert_true(isfinite(out[0][i]));
+        assert_true(fabs(out[0][i] - want) <= 1e-6 * want); /* G rounds to f32 nowhere: in double */
+        assert_true(out[1][i] == out[0][i]);
+        if (j <= r) assert_true(out[2][i] == out[0][i]);
+        else assert_true(out[0][i] == 0 && out[2][i] == 1);
+      }
+    if (ch == 1) assert_true(out[0][(ch * C + C - 1) * C] == 0); /* e^-(> 300): underflows in the f32 store */
+  }
+}
+
 /* sum_{r >= j} M[r,j] sum_c a[r,c] b[j,c] exp(G[r,c] - G[j,c]) in double */
 static double decay_loss(int n, int K, const double *M, const double *a, const double *b, const double *G) {
   double L = 0;
@@ -460,6 +498,7 @@ int main(void) {
       cmocka_unit_test(rounding),
       cmocka_unit_test(integer_and_special_values),
       cmocka_unit_test(elementwise_functions),
+      cmocka_unit_test(decay_matrix),
       cmocka_unit_test(ops_on_a_chunk),
       cmocka_unit_test(decay_gradients),
       cmocka_unit_test(scan_over_documents),

@@ -22,6 +22,7 @@ out grads : f32[T, H, D]
 out total : f32[H, D]
 out m_tanh, m_log1p, m_expm1, m_logsig, m_silu : f32[T, H, D]
 out m_special : f32[H, 5, D]
+out m_decay, m_decay1 : f32[T, H, C]
 temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
@@ -76,6 +77,9 @@ kernel math over (c in chunks, h in H) {
   store m_expm1[c, h, :] = expm1(minimum(z, 80.0))
   store m_logsig[c, h, :] = logsigmoid(z)
   store m_silu[c, h, :] = silu(z)
+  a = load x[c, h, :]
+  store m_decay[c, h, :] = decay(cumsum(-abs(a[:, 0]) * 4.0, 0))
+  store m_decay1[c, h, :] = decay(cumsum(-abs(a[:, 1]) * 0.0625, 0)[:, None])
 }
 
 kernel specials over (h in H) {
