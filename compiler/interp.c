@@ -233,6 +233,13 @@ static double unary(CirOp op, double x) {
     case OP_SQRT: return sqrt(x);
     case OP_RSQRT: return 1.0 / sqrt(x);
     case OP_ABS: return fabs(x);
+    case OP_TANH: return tanh(x); /* tanh(+-0) = +-0, tanh(+-inf) = +-1 */
+    case OP_LOG1P: return log1p(x); /* log1p(-1) = -inf, NaN below -1 */
+    case OP_EXPM1: return expm1(x); /* expm1(-inf) = -1 */
+    /* -softplus(-x), as the GPU computes it: -0 at +inf, -inf at -inf */
+    case OP_LOGSIGMOID: return -((-x > 0 ? -x : 0) + log1p(exp(-fabs(x))));
+    /* x / (1 + exp(-x)) is x sigmoid(x); at -inf its limit -0 (x * 0 would be NaN) */
+    case OP_SILU: return x == -INFINITY ? -0.0 : x / (1.0 + exp(-x));
     case OP_NOT: return !(x != 0);
     default: cake_die("not a unary op: %s", cake_ops[op].id);
   }
@@ -438,6 +445,13 @@ static void exec_inst(Interp *I, const CirInst *in) {
           int keep = in->op == OP_TRIL ? c <= r + in->ival : c >= r + in->ival;
           t->v[r * C + c] = keep ? a->v[r * C + c] : 0;
         }
+      return;
+    }
+    case OK_DECAY_TRI: { /* g's elements in order, [n] or [n, 1]; the upper triangle's exponent is never taken */
+      const Tile *g = val(I, in->args[0]);
+      Tile *t = def(I, in);
+      for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) t->v[r * C + j] = j <= r ? exp(g->v[r] - g->v[j]) : 0;
       return;
     }
     case OK_REDUCE: {

@@ -37,6 +37,11 @@
   X(SQRT, "sqrt", OK_UNARY, 1, "sqrt(x) -> f32")                                                 \
   X(RSQRT, "rsqrt", OK_UNARY, 1, "rsqrt(x) = 1/sqrt(x) -> f32")                                  \
   X(ABS, "abs", OK_UNARY, 1, "abs(x) -> f32")                                                    \
+  X(TANH, "tanh", OK_UNARY, 1, "tanh(x) -> f32")                                                 \
+  X(LOG1P, "log1p", OK_UNARY, 1, "log1p(x) = log(1+x) -> f32")                                   \
+  X(EXPM1, "expm1", OK_UNARY, 1, "expm1(x) = exp(x)-1 -> f32")                                   \
+  X(LOGSIGMOID, "logsigmoid", OK_UNARY, 1, "logsigmoid(x) = -softplus(-x) -> f32")               \
+  X(SILU, "silu", OK_UNARY, 1, "silu(x) = x*sigmoid(x) -> f32")                                  \
   X(NOT, "not", OK_LOGIC1, 1, "!b: bool -> bool")                                                \
   X(ADD, "+", OK_BINARY, 2, "a + b: broadcast; floats -> f32, i32 + i32 -> i32")                 \
   X(SUB, "-", OK_BINARY, 2, "a - b")                                                             \
@@ -61,6 +66,8 @@
   X(PICK, "pick", OK_LAYOUT, 1, "x[i, :] / x[:, j] / x[i]: one row, column or element")          \
   X(TRIL, "tril", OK_MASK, -1, "tril(x, d = 0): keep x[r, j] with j <= r + d, else 0")           \
   X(TRIU, "triu", OK_MASK, -1, "triu(x, d = 0): keep x[r, j] with j >= r + d, else 0")           \
+  X(DECAY, "decay", OK_DECAY_TRI, 1,                                                             \
+    "decay(g): g float [C] or [C, 1] -> f32[C, C]: exp(g[r]-g[j]) for j <= r, else 0")           \
   /* reductions and scans */                                                                     \
   X(SUM, "sum", OK_REDUCE, 2, "sum(x, axis): drop the axis; f32")                                \
   X(AMAX, "amax", OK_REDUCE, 2, "amax(x, axis): the largest along the axis; f32")                \
@@ -94,6 +101,7 @@ typedef enum {
   OK_CAST,
   OK_LAYOUT,
   OK_MASK,
+  OK_DECAY_TRI, /* decay(g): the lower triangle of exp(g[r] - g[j]), from a column g */
   OK_REDUCE,
   OK_SCAN,
   OK_DOT,

@@ -1306,6 +1306,16 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
       in->axis = axis;
       return in;
     }
+    case OK_DECAY_TRI: {
+      /* a column of log-decays: [n], or [n, 1] */
+      CirType t = x[0]->ty;
+      if (!is_float(t.dt) || t.rank == 0 || (t.rank == 2 && t.shape[1] != 1)) {
+        ERR(((Expr *)e->args.items[0])->loc, "%s takes a column of log-decays, a float [n] or [n, 1] tile, got %s",
+            e->name, t0);
+        return poison(s, loc);
+      }
+      return emit(s, op, ty2(DT_F32, t.shape[0], t.shape[0]), loc, 1, x[0]);
+    }
     case OK_SOLVE:
       if (x[0]->ty.rank != 2 || x[0]->ty.shape[0] != x[0]->ty.shape[1] || !is_float(x[0]->ty.dt)) {
         ERR(loc, "%s needs a square float tile, got %s", e->name, t0);

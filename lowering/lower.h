@@ -115,6 +115,9 @@ int home_is_cheap(LK *L, const CirInst *v);
 void lk_set_loc(LK *L, const CirInst *in);
 void lk_error(LK *L, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* lower_math.c: tanh, log1p, expm1, logsigmoid, silu of one f32 element */
+MlirValue lower_math_unary(LK *L, CirOp op, MlirValue x);
+
 /* lower_elem.c: evaluation of elements and element loops */
 Vals eval(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W);
 MlirValue eval_scalar(LK *L, const CirInst *v);

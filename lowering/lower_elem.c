@@ -5,6 +5,7 @@
  * for integers, i1 for bools. Fused values are recomputed from their
  * operands; shared-memory values are read back; scalars are splatted.
  * Rank-1 values use (0, c); rank-0 values ignore both. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -322,6 +323,7 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
     case OP_SQRT: return mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &x);
     case OP_RSQRT: return approx(L, "llvm.nvvm.rsqrt.approx.f", x);
     case OP_ABS: return mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x);
+    case OP_TANH: case OP_LOG1P: case OP_EXPM1: case OP_LOGSIGMOID: case OP_SILU: return lower_math_unary(L, op, x);
     case OP_NOT: return mlb_bin(b, "arith.xori", x, mlb_bool(b, 1));
     default: cake_die("not a unary op: %s", cake_ops[op].id);
   }
@@ -487,6 +489,26 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
         MlirValue col = plus(L, c, l);
         MlirValue keep = v->op == OP_TRIL ? mlb_cmpi(b, "sle", col, lim) : mlb_cmpi(b, "sge", col, lim);
         out.v[l] = mlb_select(b, keep, a.v[l], zero);
+      }
+      return out;
+    }
+    case OK_DECAY_TRI: {
+      /* decay(g)[r, j] = exp(g[r] - g[j]) for j <= r, with exp's approximation; above the
+       * diagonal the exponent is -inf before exp (which gives +0): never g[r] - g[j] */
+      const CirInst *g = v->args[0];
+      MlirValue zero = mlb_i32(b, 0);
+      int vec = g->ty.rank == 1; /* [n] rather than [n, 1] */
+      MlirValue gr = (vec ? eval(L, g, zero, r, 1) : eval(L, g, r, zero, 1)).v[0];
+      Vals gj = {.n = W};
+      if (vec) gj = eval(L, g, zero, c, W);
+      else
+        for (int l = 0; l < W; l++) gj.v[l] = eval(L, g, plus(L, c, l), zero, 1).v[0];
+      MlirValue ninf = mlb_f32(b, -INFINITY);
+      for (int l = 0; l < W; l++) {
+        MlirValue keep = mlb_cmpi(b, "sle", plus(L, c, l), r);
+        MlirValue d = mlb_bin(b, "arith.subf", gr, gj.v[l]);
+        MlirValue masked = mlb_select(b, keep, d, ninf);
+        out.v[l] = lk_exp(L, masked);
       }
       return out;
     }

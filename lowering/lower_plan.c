@@ -94,7 +94,9 @@ int home_is_cheap(LK *L, const CirInst *v) { return home_of(L, v)->kind == H_FUS
 
 /* Does recomputing v cost a special-function instruction or a global load? */
 static int expensive_tree(LK *L, const CirInst *v) {
-  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV) return 1;
+  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV ||
+      v->op == OP_DECAY)
+    return 1;
   for (int j = 0; j < v->nargs; j++)
     if (home_of(L, v->args[j])->kind == H_FUSED && expensive_tree(L, v->args[j])) return 1;
   return 0;

@@ -12,10 +12,10 @@
 //   O  = scale ((Q exp(G)) S0 + P U),       P = tril(Q K^T) * D
 //   S' = exp(G_C) S0 + (K exp(G_C - G))^T U
 // With a scalar decay the gated products are plain tensor-core matmuls times
-// a [C, C] factor: D is exp of the lower triangle of G_r - G_j (the upper
-// triangle's exponent is zeroed before exp, so nothing overflows there
-// however strong the decay; tril then drops it), which is exact and much
-// cheaper than decay_dot's per-channel products.
+// a [C, C] factor: D = decay(G), exp(G_r - G_j) on and below the diagonal
+// and 0 above it (where the exponent is never evaluated, so nothing
+// overflows however strong the decay), which is exact and much cheaper than
+// decay_dot's per-channel products.
 // Two stages as kda_fwd: `prep`, parallel over chunks, computes everything
 // that does not depend on the state; `chain` walks each document's chunks in
 // order, parallel over heads and blocks of V, carrying S in fp32, and writes
@@ -83,12 +83,12 @@ kernel prep over (c in chunks, h in H) threads 256 {
   } else {
     b = load beta[c, h] as f32
   }
-  // exp(G_r - G_j) below the diagonal (<= 1 for g <= 0); 1 above it, dropped by tril
-  D = exp(tril(G[:, None] - G[None, :]))
+  // exp(G_r - G_j) on and below the diagonal (<= 1 for g <= 0), 0 above it
+  D = decay(G)
   eg = exp(G)
   // the query side first: q is then dead for the rest of the stage
   store qg[c, h, :] = (qn * (eg * scale)[:, None]) as bf16
-  store pq[c, h, :] = (tril(qb @ kb.T) * D * scale) as bf16
+  store pq[c, h, :] = ((qb @ kb.T) * D * scale) as bf16
   A  = tril(kb @ kb.T, -1) * D * b[:, None]
   Ti = unit_lower_inv(A) as bf16
   store w[c, h, :] = (Ti @ ((kn * (eg * b)[:, None]) as bf16)) as bf16

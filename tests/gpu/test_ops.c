@@ -22,9 +22,22 @@ enum { D = 32, CH = 64 };
 typedef struct Out {
   const char *name;
   int i32;
-  int per_head; /* [H, D] rather than [T or N, H, D] */
+  char rows; /* 'T' or 'N': [T or N, H, last]; 'H': [H, last]; 'S': [H, 5, last] */
+  int last;
   double tol; /* on the error ratio; 0 = bit exact */
+  double rel; /* when > 0, also on every element's relative error (see rel_error) */
 } Out;
+
+/* |got - ref| / max(|ref|, 2^-100): relative, except for values the fast
+ * units may flush toward 0 (below 2^-126) */
+static double rel_error(const double *got, const double *ref, long long n) {
+  double m = 0;
+  for (long long i = 0; i < n; i++) {
+    double d = fabs(got[i] - ref[i]) / fmax(fabs(ref[i]), 0x1p-100);
+    if (!(d <= m)) m = d; /* NaN counts */
+  }
+  return m;
+}
 
 static uint16_t f32_to_f16(float f) { /* round to nearest even; the inputs are small normals */
   _Float16 h = (_Float16)f;
@@ -90,8 +103,9 @@ int main(int argc, char **argv) {
   size_t nx = (size_t)(T * H * D), ns = (size_t)(N * H * D);
   /* inputs: x, y on a grid of 1/16 (x * 10 is never an integer), bf16, f16 */
   double *x = malloc(nx * 8), *y = malloc(nx * 8), *xb = malloc(nx * 8), *xh = malloc(nx * 8);
-  double *w = malloc((size_t)(H * D) * 8), *s0 = malloc(ns * 8);
+  double *w = malloc((size_t)(H * D) * 8), *s0 = malloc(ns * 8), *sc = malloc(D * 8), *sv = malloc(D * 8);
   float *fx = malloc(nx * 4), *fy = malloc(nx * 4), *fw = malloc((size_t)(H * D) * 4), *fs0 = malloc(ns * 4);
+  float *fsc = malloc(D * 4), *fsv = malloc(D * 4);
   uint16_t *hb = malloc(nx * 2), *hh = malloc(nx * 2);
   for (size_t i = 0; i < nx; i++) {
     fx[i] = (float)((double)((int)(rng_uniform(&rng) * 128) - 64) + 0.5) / 16.0f;
@@ -105,11 +119,26 @@ int main(int argc, char **argv) {
   }
   for (int64_t i = 0; i < H * D; i++) w[i] = fw[i] = (float)rng_normal(&rng);
   for (size_t i = 0; i < ns; i++) s0[i] = fs0[i] = (float)rng_normal(&rng);
+  /* the math kernel's scales, 2^-30 .. 2^5 (x 2^e stays exact), and special values (none of magnitude
+   * in (87.3, 745): there the GPU's exp(-|x|) flushes to 0 and the interpreter's, in double, does not,
+   * so logsigmoid and silu would code -0 on one side only) */
+  static const int sc_exp[D] = {-30, -26, -22, -18, -15, -12, -10, -8, -7, -6, -5, -4, -3, -2, -2, -1,
+                                -1,  0,   0,   0,   1,   1,   1,  2,  2,  2,  3,  3,  4,  4,  5,  5};
+  static const float sv_val[D] = {NAN,   0.0f,   -0.0f, INFINITY, -INFINITY, -1,  -2,   -0.5f, 1,    0.5f, 1e-30f,
+                                  -1e-30f, 1e-10f, -1e-10f, 1e30f, -1e30f,     1000, -1000, 80,    -80,  50,   -50,
+                                  20,    -20,    10,    -10,      3,         -3,  -0.999f, 1e-5f, -1e-5f, 0.25f};
+  for (int i = 0; i < D; i++) sc[i] = fsc[i] = ldexpf(1.0f, sc_exp[i]), sv[i] = fsv[i] = sv_val[i];
 
+  /* tanh, log1p, expm1, logsigmoid, silu and decay: the tolerance of the approximate ops (1e-5 on the
+   * error ratio) on every element's relative error too (scripts/ops_accuracy.py: at most 5.4e-7 expected;
+   * decay, with exp's approximation of exponents down to -70 (the floor): up to 3.8e-6) */
   static const Out outs[] = {
-      {"unary", 0, 0, 1e-5}, {"binary", 0, 0, 1e-6}, {"reduce", 0, 0, 1e-6}, {"layout", 0, 0, 0},
-      {"dots", 0, 0, 1e-3},  {"ints", 1, 0, 0},      {"state", 0, 0, 1e-6},  {"trace", 0, 0, 1e-6},
-      {"grads", 0, 0, 1e-4}, {"total", 0, 1, 1e-6},
+      {"unary", 0, 'T', D, 1e-5, 0},      {"binary", 0, 'T', D, 1e-6, 0},     {"reduce", 0, 'T', D, 1e-6, 0},
+      {"layout", 0, 'T', D, 0, 0},        {"dots", 0, 'T', CH, 1e-3, 0},      {"ints", 1, 'T', D, 0, 0},
+      {"state", 0, 'N', D, 1e-6, 0},      {"trace", 0, 'T', D, 1e-6, 0},      {"grads", 0, 'T', D, 1e-4, 0},
+      {"total", 0, 'H', D, 1e-6, 0},      {"m_tanh", 0, 'T', D, 1e-5, 1e-5},  {"m_log1p", 0, 'T', D, 1e-5, 1e-5},
+      {"m_expm1", 0, 'T', D, 1e-5, 1e-5}, {"m_logsig", 0, 'T', D, 1e-5, 1e-5}, {"m_silu", 0, 'T', D, 1e-5, 1e-5},
+      {"m_special", 0, 'S', D, 1e-5, 1e-5}, {"m_decay", 0, 'T', CH, 1e-5, 1e-5}, {"m_decay1", 0, 'T', CH, 1e-5, 1e-5},
   };
   enum { NOUT = sizeof outs / sizeof outs[0] };
   long long dims[4] = {T, N, H, 0};
@@ -121,6 +150,8 @@ int main(int argc, char **argv) {
   tensors[tensor_index(prog, "xh")] = xh;
   tensors[tensor_index(prog, "w")] = w;
   tensors[tensor_index(prog, "s0")] = s0;
+  tensors[tensor_index(prog, "sc")] = sc;
+  tensors[tensor_index(prog, "sv")] = sv;
   long long edims[4] = {T, N, H, cake_interp_chunk_count(prog, T, cu, N)};
   for (int o = 0; o < NOUT; o++) {
     int ti = tensor_index(prog, outs[o].name);
@@ -142,8 +173,9 @@ int main(int argc, char **argv) {
   }
 
   /* the host buffers, freed before either half returns */
-  void *host_bufs[12 + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh};
-  for (int o = 0; o < NOUT; o++) host_bufs[12 + o] = ref[o];
+  enum { NHOST = 16 };
+  void *host_bufs[NHOST + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, sc, sv, fsc, fsv};
+  for (int o = 0; o < NOUT; o++) host_bufs[NHOST + o] = ref[o];
   int interp_only = 0;
   for (int i = 2; i < argc; i++) interp_only |= !strcmp(argv[i], "--interp-only");
   if (interp_only) { /* the CPU half alone (a CTest): every output written and finite */
@@ -159,7 +191,7 @@ int main(int argc, char **argv) {
       bad += nonfinite > 0 || l1 == 0;
     }
     printf("test_ops (interpreter only): %s\n", bad ? "FAIL" : "PASS");
-    release(host_bufs, 12 + NOUT, &text, &arena, &diag);
+    release(host_bufs, NHOST + NOUT, &text, &arena, &diag);
     return bad ? 1 : 0;
   }
 
@@ -179,27 +211,36 @@ int main(int argc, char **argv) {
   RT(cake_plan_workspace_bytes(plan, &ws));
   CUdeviceptr dx = gpu_alloc(nx * 4), dy = gpu_alloc(nx * 4), db = gpu_alloc(nx * 2), dh = gpu_alloc(nx * 2),
               dw = gpu_alloc((size_t)(H * D) * 4), ds0 = gpu_alloc(ns * 4), work = gpu_alloc(ws);
+  CUdeviceptr dsc = gpu_alloc(D * 4), dsv = gpu_alloc(D * 4);
   CK(cuMemcpyHtoD(dx, fx, nx * 4));
   CK(cuMemcpyHtoD(dy, fy, nx * 4));
   CK(cuMemcpyHtoD(db, hb, nx * 2));
   CK(cuMemcpyHtoD(dh, hh, nx * 2));
   CK(cuMemcpyHtoD(dw, fw, (size_t)(H * D) * 4));
   CK(cuMemcpyHtoD(ds0, fs0, ns * 4));
-  cake_binding b[24] = {
+  CK(cuMemcpyHtoD(dsc, fsc, D * 4));
+  CK(cuMemcpyHtoD(dsv, fsv, D * 4));
+  cake_binding b[8 + NOUT] = {
       {"x", {dx, CAKE_F32, 3, {T, H, D}, {0}}},   {"y", {dy, CAKE_F32, 3, {T, H, D}, {0}}},
       {"xb", {db, CAKE_BF16, 3, {T, H, D}, {0}}}, {"xh", {dh, CAKE_F16, 3, {T, H, D}, {0}}},
       {"w", {dw, CAKE_F32, 2, {H, D}, {0}}},      {"s0", {ds0, CAKE_F32, 3, {N, H, D}, {0}}},
+      {"sc", {dsc, CAKE_F32, 1, {D}, {0}}},       {"sv", {dsv, CAKE_F32, 1, {D}, {0}}},
   };
-  int nb = 6;
+  int nb = 8;
   CUdeviceptr dout[NOUT];
   size_t bytes[NOUT];
   for (int o = 0; o < NOUT; o++) {
-    int last = !strcmp(outs[o].name, "dots") ? CH : D;
-    int64_t rows = !strcmp(outs[o].name, "state") ? N : T;
-    bytes[o] = (size_t)((outs[o].per_head ? 1 : rows) * H * last) * 4;
-    dout[o] = gpu_alloc(bytes[o]);
-    if (outs[o].per_head) b[nb++] = (cake_binding){outs[o].name, {dout[o], CAKE_F32, 2, {H, last}, {0}}};
-    else b[nb++] = (cake_binding){outs[o].name, {dout[o], outs[o].i32 ? CAKE_I32 : CAKE_F32, 3, {rows, H, last}, {0}}};
+    int64_t last = outs[o].last, rows = outs[o].rows == 'N' ? N : T;
+    cake_dtype dt = outs[o].i32 ? CAKE_I32 : CAKE_F32;
+    cake_binding *bd = &b[nb++];
+    switch (outs[o].rows) {
+      case 'H': *bd = (cake_binding){outs[o].name, {0, dt, 2, {H, last}, {0}}}; break;
+      case 'S': *bd = (cake_binding){outs[o].name, {0, dt, 3, {H, 5, last}, {0}}}; break;
+      default: *bd = (cake_binding){outs[o].name, {0, dt, 3, {rows, H, last}, {0}}}; break;
+    }
+    bytes[o] = 4;
+    for (int i = 0; i < bd->tensor.rank; i++) bytes[o] *= (size_t)bd->tensor.shape[i];
+    bd->tensor.data = dout[o] = gpu_alloc(bytes[o]);
   }
   void *host[2][NOUT];
   for (int run = 0; run < 2; run++) {
@@ -228,11 +269,13 @@ int main(int argc, char **argv) {
       }
     }
     ErrStats e = err_stats(got, ref[o], (long long)n);
+    double rel = rel_error(got, ref[o], (long long)n);
     int bitwise = memcmp(host[0][o], host[1][o], bytes[o]) == 0;
     int ok = e.nonfinite == 0 && unwritten == 0 && bitwise &&
-             (outs[o].tol == 0 ? e.max_abs == 0 : e.err_ratio < outs[o].tol);
-    printf("%-8s elements %-7zu err_ratio %.2e max_abs %.2e unwritten %lld nan %lld bitwise %s  %s\n", outs[o].name, n,
-           e.err_ratio, e.max_abs, unwritten, e.nonfinite, bitwise ? "yes" : "NO", ok ? "PASS" : "FAIL");
+             (outs[o].tol == 0 ? e.max_abs == 0 : e.err_ratio < outs[o].tol) && (outs[o].rel == 0 || rel < outs[o].rel);
+    printf("%-9s elements %-7zu err_ratio %.2e max_abs %.2e max_rel %.2e unwritten %lld nan %lld bitwise %s  %s\n",
+           outs[o].name, n, e.err_ratio, e.max_abs, rel, unwritten, e.nonfinite, bitwise ? "yes" : "NO",
+           ok ? "PASS" : "FAIL");
     fails += !ok;
     free(got);
   }
@@ -242,8 +285,9 @@ int main(int argc, char **argv) {
     free(host[0][o]), free(host[1][o]);
   }
   gpu_free(dx), gpu_free(dy), gpu_free(db), gpu_free(dh), gpu_free(dw), gpu_free(ds0), gpu_free(work);
+  gpu_free(dsc), gpu_free(dsv);
   cake_plan_free(plan);
   cake_package_free(pkg);
-  release(host_bufs, 12 + NOUT, &text, &arena, &diag);
+  release(host_bufs, NHOST + NOUT, &text, &arena, &diag);
   return fails ? 1 : 0;
 }

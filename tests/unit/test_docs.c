@@ -50,6 +50,9 @@ static void every_op_is_documented(void **st) {
 static void callables_resolve(void **st) {
   assert_int_equal(op_by_call_name("exp"), OP_EXP);
   assert_int_equal(op_by_call_name("decay_dot"), OP_DECAY_DOT);
+  assert_int_equal(op_by_call_name("tanh"), OP_TANH);
+  assert_int_equal(op_by_call_name("logsigmoid"), OP_LOGSIGMOID);
+  assert_int_equal(op_by_call_name("decay"), OP_DECAY);
   assert_int_equal(op_by_call_name("matmul"), -1); /* written `@` */
   assert_int_equal(op_by_call_name("nope"), -1);
 }

@@ -243,6 +243,130 @@ static void integer_and_special_values(void **st) {
   assert_true(isnan(am[2]) && am[1] == 100);
 }
 
+static int close_rel(double got, double want, double tol) {
+  return got == want || fabs(got - want) <= tol * fabs(want);
+}
+
+/* tanh, log1p, expm1, logsigmoid and silu (dsl/README.md): the special
+ * values the GPU gives too, relative accuracy near 0 (no cancellation), no
+ * cut-off at either end, and agreement with other formulas of the same
+ * functions over the whole range. Every value is stored as f32. */
+static void elementwise_functions(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T\nsequence T, chunk 16\n"
+      "in x : f32[T, 16]\nout th, l1, em, ls, si, sp : f32[T, 16]\n"
+      "kernel k over (c in chunks) {\n"
+      "  u = load x[c, :]\n"
+      "  store th[c, :] = tanh(u)\n  store l1[c, :] = log1p(u)\n  store em[c, :] = expm1(u)\n"
+      "  store ls[c, :] = logsigmoid(u)\n  store si[c, :] = silu(u)\n  store sp[c, :] = softplus(-u)\n"
+      "}\nentry fwd = k\n");
+  enum { T = 16, C = 16, N = T * C };
+  static double x[N], out[6][N];
+  /* row 0: special values */
+  const double sx[] = {NAN, 0.0, -0.0, INFINITY, -INFINITY, -1.0, -2.0, 1e-30, -1e-30, 1e30, -1e30, 100, -100};
+  enum { NS = sizeof sx / sizeof sx[0] };
+  for (int i = 0; i < N; i++) x[i] = 0.5;
+  for (int c = 0; c < NS; c++) x[c] = cake_round_f32(sx[c]);
+  /* rows 1..15: +-2^e for e from -40 to 7 (|x| up to 128), 120 magnitudes, both signs */
+  for (int i = C; i < N; i++) {
+    int k = (i - C) / 2;
+    double m = cake_round_f32(ldexp(1.0 + 0.37 * ((k * 7) % 11) / 11.0, -40 + (47 * k) / 119));
+    x[i] = (i % 2) ? -m : m;
+  }
+  long long dims[2] = {T};
+  double *tensors[7] = {x, out[0], out[1], out[2], out[3], out[4], out[5]};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  double *th = out[0], *l1 = out[1], *em = out[2], *ls = out[3], *si = out[4], *sp = out[5];
+  for (int o = 0; o < 5; o++) assert_true(isnan(out[o][0])); /* NaN in, NaN out */
+  /* +0 and -0 keep their sign where the function is odd at 0; logsigmoid and silu at the ends */
+  assert_true(th[1] == 0 && !signbit(th[1]) && th[2] == 0 && signbit(th[2]));
+  assert_true(l1[1] == 0 && !signbit(l1[1]) && l1[2] == 0 && signbit(l1[2]));
+  assert_true(em[1] == 0 && !signbit(em[1]) && em[2] == 0 && signbit(em[2]));
+  assert_true(si[1] == 0 && !signbit(si[1]) && si[2] == 0 && signbit(si[2]));
+  assert_true(ls[1] == cake_round_f32(-log(2.0)) && ls[2] == ls[1]);
+  assert_true(th[3] == 1 && th[4] == -1 && th[9] == 1 && th[10] == -1);
+  assert_true(l1[3] == INFINITY && isnan(l1[4]) && l1[5] == -INFINITY && isnan(l1[6]));
+  assert_true(em[3] == INFINITY && em[4] == -1 && em[10] == -1 && em[11] == INFINITY); /* e^100 > FLT_MAX */
+  assert_true(ls[3] == 0 && signbit(ls[3]) && ls[4] == -INFINITY); /* logsigmoid(+inf) = -0 */
+  assert_true(si[3] == INFINITY && si[4] == 0 && signbit(si[4])); /* silu(-inf) = -0, its limit */
+  /* tiny x: every function is x (silu x / 2, logsigmoid -log 2 + x / 2) to f32 precision */
+  for (int c = 7; c <= 8; c++) {
+    assert_true(th[c] == x[c] && l1[c] == x[c] && em[c] == x[c]);
+    assert_true(si[c] == cake_round_f32(x[c] / 2));
+  }
+  /* no cut-off: logsigmoid(100) = -e^-100 and silu(-100) = -100 e^-100 underflow f32 to
+   * 0 only through the store; logsigmoid(-1e30) = -1e30 */
+  assert_true(ls[11] == cake_round_f32(-exp(-100.0)) && si[12] == cake_round_f32(-100 * exp(-100.0)));
+  assert_true(ls[10] == cake_round_f32(-1e30) && si[9] == cake_round_f32(1e30) && si[10] == 0);
+  /* the sweep: other formulas of each function, in double, to f32 precision (and
+   * near 0 the Taylor series, where exp(x) - 1 or log(1 + x) would cancel) */
+  const double tol = 3e-7;
+  for (int i = C; i < N; i++) {
+    double v = x[i], a = fabs(v);
+    double t, l, e;
+    if (a < 1e-3) {
+      t = v - v * v * v / 3;
+      l = v - v * v / 2 + v * v * v / 3;
+      e = v + v * v / 2 + v * v * v / 6;
+    } else {
+      t = v > 0 ? 1 - 2 / (exp(2 * v) + 1) : 2 / (exp(-2 * v) + 1) - 1;
+      l = log(1 + v);
+      e = exp(v) - 1;
+    }
+    assert_true(close_rel(th[i], t, tol));
+    if (v > -1) assert_true(close_rel(l1[i], l, tol));
+    else assert_true(isnan(l1[i]));
+    if (v < 88) assert_true(close_rel(em[i], e, tol));
+    else assert_true(em[i] == INFINITY);
+    double sig = 1 / (1 + exp(-v));
+    assert_true(close_rel(si[i], cake_round_f32(v * sig), tol));
+    assert_true(ls[i] == -sp[i]); /* logsigmoid(x) = -softplus(-x), exactly */
+    double en = exp(-a), lsig = v < -30 ? v - exp(v) : v > 7 ? -(en - en * en / 2 + en * en * en / 3) : log(sig);
+    if (fabs(lsig) > 1e-30) assert_true(close_rel(ls[i], cake_round_f32(lsig), tol));
+    assert_true(ls[i] < 0 || (ls[i] == 0 && signbit(ls[i])));
+  }
+}
+
+/* decay(G): exp(G[r] - G[j]) on and below the diagonal, 0 above it, finite
+ * however strong the decay (the upper triangle's exponents reach several hundred here);
+ * the same from a [C] and a [C, 1] column, and the lower triangle of
+ * exp(tril(G[:, None] - G[None, :])), the form it replaces. */
+static void decay_matrix(void **st) {
+  CirProgram *p = compile(
+      "program t\ndim T\nconst C = 16\nsequence T, chunk C\n"
+      "in g : f32[T]\nout d1, d2, d3 : f32[T, C]\n"
+      "kernel k over (c in chunks) {\n"
+      "  G = cumsum(-abs(load g[c]), 0)\n"
+      "  store d1[c, :] = decay(G)\n  store d2[c, :] = decay(G[:, None])\n"
+      "  store d3[c, :] = exp(tril(G[:, None] - G[None, :]))\n"
+      "}\nentry fwd = k\n");
+  enum { C = 16, T = 32 }; /* chunk 0: mild decay; chunk 1: strong */
+  static double g[T], out[3][T * C];
+  for (int i = 0; i < T; i++) g[i] = cake_round_f32(i < C ? urand() * 0.2 : 20 + urand() * 40);
+  long long dims[2] = {T};
+  double *tensors[4] = {g, out[0], out[1], out[2]};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors};
+  char err[256];
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
+  for (int ch = 0; ch < 2; ch++) {
+    double G[C], acc = 0;
+    for (int r = 0; r < C; r++) G[r] = acc -= fabs(g[ch * C + r]);
+    for (int r = 0; r < C; r++)
+      for (int j = 0; j < C; j++) {
+        int i = (ch * C + r) * C + j;
+        double want = j <= r ? cake_round_f32(exp(G[r] - G[j])) : 0;
+        assert_true(isfinite(out[0][i]));
+        assert_true(fabs(out[0][i] - want) <= 1e-6 * want); /* G rounds to f32 nowhere: in double */
+        assert_true(out[1][i] == out[0][i]);
+        if (j <= r) assert_true(out[2][i] == out[0][i]);
+        else assert_true(out[0][i] == 0 && out[2][i] == 1);
+      }
+    if (ch == 1) assert_true(out[0][(ch * C + C - 1) * C] == 0); /* e^-(> 300): underflows in the f32 store */
+  }
+}
+
 /* sum_{r >= j} M[r,j] sum_c a[r,c] b[j,c] exp(G[r,c] - G[j,c]) in double */
 static double decay_loss(int n, int K, const double *M, const double *a, const double *b, const double *G) {
   double L = 0;
@@ -373,6 +497,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rounding),
       cmocka_unit_test(integer_and_special_values),
+      cmocka_unit_test(elementwise_functions),
+      cmocka_unit_test(decay_matrix),
       cmocka_unit_test(ops_on_a_chunk),
       cmocka_unit_test(decay_gradients),
       cmocka_unit_test(scan_over_documents),

@@ -46,10 +46,10 @@ kernel prep over (c in chunks, h in H) threads 256 {
   } else {
     b = load beta[c, h] as f32
   }
-  D = exp(tril(G[:, None] - G[None, :]))
+  D = decay(G)
   eg = exp(G)
   store qg[c, h, :] = (qn * (eg * scale)[:, None]) as bf16
-  store pq[c, h, :] = (tril(qb @ kb.T) * D * scale) as bf16
+  store pq[c, h, :] = ((qb @ kb.T) * D * scale) as bf16
   A  = tril(kb @ kb.T, -1) * D * b[:, None]
   Ti = unit_lower_inv(A) as bf16
   store w[c, h, :] = (Ti @ ((kn * (eg * b)[:, None]) as bf16)) as bf16

@@ -11,6 +11,8 @@ in  xb    : bf16[T, H, D]
 in  xh    : f16[T, H, D]
 in  w     : f32[H, D]
 in  s0    : f32[N, H, D] optional
+in  sc    : f32[D]             // powers of 2, from 2^-30 to 2^5 by column
+in  sv    : f32[D]             // special values: NaN, +-0, +-inf, ...
 out unary, binary, reduce, layout : f32[T, H, D]
 out dots  : f32[T, H, C]
 out ints  : i32[T, H, D]
@@ -18,6 +20,9 @@ out state : f32[N, H, D]
 out trace : f32[T, H, D]
 out grads : f32[T, H, D]
 out total : f32[H, D]
+out m_tanh, m_log1p, m_expm1, m_logsig, m_silu : f32[T, H, D]
+out m_special : f32[H, 5, D]
+out m_decay, m_decay1 : f32[T, H, C]
 temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
@@ -65,4 +70,25 @@ kernel totals over (h in H) {
   store total[h, :] = S
 }
 
-entry run = elementwise, scans, totals
+kernel math over (c in chunks, h in H) {
+  z = load x[c, h, :] * load sc[:][None, :]
+  store m_tanh[c, h, :] = tanh(z)
+  store m_log1p[c, h, :] = log1p(where(z > 0.0, z, maximum(z * 0.25, -0.9921875)))
+  store m_expm1[c, h, :] = expm1(minimum(z, 80.0))
+  store m_logsig[c, h, :] = logsigmoid(z)
+  store m_silu[c, h, :] = silu(z)
+  a = load x[c, h, :]
+  store m_decay[c, h, :] = decay(cumsum(-abs(a[:, 0]) * 4.0, 0))
+  store m_decay1[c, h, :] = decay(cumsum(-abs(a[:, 1]) * 0.0625, 0)[:, None])
+}
+
+kernel specials over (h in H) {
+  s = load sv[:]
+  for i in range(5) {
+    r = where(i == 0, tanh(s), where(i == 1, log1p(s), where(i == 2, expm1(s), where(i == 3, logsigmoid(s), silu(s)))))
+    store m_special[h, i, :] = where(r != r, 1000.0, where(r > 3.0e38, 2000.0, where(r < -3.0e38, -2000.0,
+                               where(r == 0.0, where(1.0 / r > 0.0, 3000.0, -3000.0), r))))
+  }
+}
+
+entry run = elementwise, scans, totals, math, specials
