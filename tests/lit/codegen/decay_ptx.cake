@@ -27,18 +27,18 @@ entry fwd = fused, stored
 // CHECK-NEXT: [[DIFF:%[0-9]+]] = arith.subf %{{[0-9]+}}, %{{[0-9]+}} : f32
 // CHECK-NEXT: [[X:%[0-9]+]] = arith.select [[KEEP]], [[DIFF]], [[NINF]] : f32
 // CHECK: [[Y:%[0-9]+]] = arith.mulf [[X]], %{{.*}} : f32
-// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"([[Y]])
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"([[Y]])
 // CHECK-LABEL: // ---- kernel decay_ptx_stored_
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK-NEXT: arith.cmpi sle
 // CHECK-NEXT: arith.subf
 // CHECK-NEXT: arith.select
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: llvm.store
 // PTX-LABEL: // ---- kernel decay_ptx_fused_
 // PTX: selp.f32 {{.*}}0fFF800000
-// PTX: ex2.approx.f32
+// PTX: ex2.approx.ftz.f32
 // PTX-LABEL: // ---- kernel decay_ptx_stored_
 // PTX: selp.f32 {{.*}}0fFF800000
-// PTX: ex2.approx.f32
+// PTX: ex2.approx.ftz.f32
 // PTX: mma.sync
