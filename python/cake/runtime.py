@@ -1,0 +1,403 @@
+"""runtime.py - packages, plans and launches over libcakert (runtime/cake_runtime.h).
+
+Loading a package, choosing a variant, planning and validating need no GPU;
+launching does (the runtime opens libcuda.so.1 on the first launch).
+"""
+import ctypes as C
+import json
+import os
+import weakref
+
+from . import _lib
+
+# cake_status
+OK, ERR_ARGUMENT, ERR_IO, ERR_PACKAGE, ERR_NOT_FOUND, ERR_TENSOR, ERR_PLAN, ERR_CUDA, ERR_MEMORY = range(9)
+# cake_dtype
+BF16, F16, F32, I32 = range(4)
+DTYPES = {'bf16': BF16, 'f16': F16, 'f32': F32, 'i32': I32}
+ELEM_BYTES = {BF16: 2, F16: 2, F32: 4, I32: 4}
+
+
+class Error(RuntimeError):
+    """A failed call of the runtime or the compiler: `status` (a cake_status, or the compiler's
+    return code for CompileError), `status_name` and `message` (cake_last_error()'s text)."""
+
+    def __init__(self, status, message, status_name=None, what=None):
+        self.status, self.message = int(status), message
+        self.status_name = status_name or str(status)
+        self.what = what
+        super().__init__(f'{what}: {message}' if what else message)
+
+
+def _check(L, rc, what=None):
+    if rc != OK:
+        msg = L.cake_last_error()
+        name = L.cake_status_name(rc)
+        raise Error(rc, msg.decode(errors='replace') if msg else '(no message)',
+                    name.decode() if name else None, what)
+
+
+def _b(s):
+    return None if s is None else str(s).encode()
+
+
+def _options_text(options):
+    """'name=value,...' of a dict (or a string as given; None: '')."""
+    if options is None:
+        return ''
+    if isinstance(options, str):
+        return options
+    return ','.join(f'{k}={_opt_value(v)}' for k, v in options.items())
+
+
+def _opt_value(v):
+    return ('true' if v else 'false') if isinstance(v, bool) else str(v)
+
+
+def load(package_dir):
+    """Load a package directory (manifest.json and its files, each checked against its sha256)."""
+    return Package(package_dir)
+
+
+class Package:
+    """A loaded package (cake_package). Programs and plans keep it alive."""
+
+    def __init__(self, path, _cleanup=None):
+        self._L = L = _lib.runtime()
+        self.path = os.fspath(path)
+        h = C.c_void_p()
+        _check(L, L.cake_package_load(os.fsencode(self.path), None, C.byref(h)), f'load {self.path}')
+        self._h = h
+        self._finalizer = weakref.finalize(self, _free_package, L, h.value, _cleanup)
+        self._manifest = None
+
+    def close(self):
+        """Free the package now (plans made from it must not be used afterwards)."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _handle(self):
+        if not self._finalizer.alive:
+            raise Error(ERR_ARGUMENT, 'the package is closed')
+        return self._h
+
+    @property
+    def manifest(self):
+        """manifest.json, parsed (read from the package directory on first use)."""
+        if self._manifest is None:
+            with open(os.path.join(self.path, 'manifest.json')) as f:
+                self._manifest = json.load(f)
+        return self._manifest
+
+    def programs(self):
+        """The names of the programs, each once, in manifest order."""
+        L, h = self._L, self._handle()
+        names = []
+        for i in range(L.cake_package_program_count(h)):
+            n = L.cake_package_program_name(h, i).decode()
+            if n not in names:
+                names.append(n)
+        return names
+
+    def variants(self, program):
+        """The variant strings of `program` ("" for a program without options)."""
+        out = [p.get('variant', '') for p in self.manifest['programs'] if p['name'] == program]
+        if not out:
+            raise Error(ERR_NOT_FOUND, f"no program '{program}' in {self.path}")
+        return out
+
+    def program(self, name, options=None, dims=None, ndocs=0, sms=0):
+        """The Program (variant) of `name`: options given win, the others come from the spec's
+        prefer clauses over `dims` ({name: value}), `ndocs` documents and `sms` multiprocessors
+        (0: $CAKE_DEVICE_SMS, the current GPU, or 132), else their defaults (cake_package_choose)."""
+        L, h = self._L, self._handle()
+        dims = dict(dims or {})
+        arr = (_lib.DimValue * max(len(dims), 1))(*[_lib.DimValue(k.encode(), int(v)) for k, v in dims.items()])
+        facts = _lib.DeviceFacts(int(sms))
+        p = C.c_void_p()
+        _check(L, L.cake_package_choose(h, name.encode(), _options_text(options).encode(), arr, len(dims),
+                                        int(ndocs), C.byref(facts), C.byref(p)), f'program {name}')
+        return Program(self, p, name)
+
+    def variant(self, name, options=None):
+        """The Program of `name` with exactly these options (the others: defaults; cake_package_variant)."""
+        L, h = self._L, self._handle()
+        p = C.c_void_p()
+        _check(L, L.cake_package_variant(h, name.encode(), _options_text(options).encode(), C.byref(p)),
+               f'variant {name}')
+        return Program(self, p, name)
+
+    def plan(self, program, options=None, dims=None, cu_seqlens=None, params=None, sms=0):
+        """A finalized Plan: the variant chosen as by program() (dims and the number of documents
+        feed the prefer clauses), then its dims, documents (cu_seqlens: host offsets 0..T, a
+        sequence of ints or anything with tolist(); None: one document) and params."""
+        ndocs = 0 if cu_seqlens is None else len(_host_offsets(cu_seqlens)) - 1
+        prog = self.program(program, options, dims, ndocs, sms)
+        return prog.plan(dims, cu_seqlens, params)
+
+
+def _free_package(L, h, cleanup):
+    L.cake_package_free(h)
+    if cleanup:
+        cleanup()
+
+
+def _host_offsets(cu):
+    if hasattr(cu, 'tolist'):  # numpy, torch (a device tensor is copied to the host)
+        if hasattr(cu, 'cpu'):
+            cu = cu.cpu()
+        cu = cu.tolist()
+    cu = [int(v) for v in cu]
+    if not cu:
+        raise Error(ERR_ARGUMENT, 'cu_seqlens is empty (it holds ndocs + 1 offsets)', 'CAKE_ERR_ARGUMENT', 'docs')
+    return cu
+
+
+class Program:
+    """One variant of a program (borrowed from its Package, which it keeps alive)."""
+
+    def __init__(self, package, handle, name):
+        self.package, self._h, self.name = package, handle, name
+
+    @property
+    def variant(self):
+        """Its options as "name=value,..." ("" for a program without options)."""
+        self.package._handle()
+        return self.package._L.cake_program_variant(self._h).decode()
+
+    def __repr__(self):
+        return f'<cake.Program {self.name} [{self.variant}]>'
+
+    def plan(self, dims=None, cu_seqlens=None, params=None):
+        """A finalized Plan of this variant: dims {name: value}, cu_seqlens (host offsets; None: one
+        document), params {name: value}."""
+        L = self.package._L
+        self.package._handle()
+        h = C.c_void_p()
+        _check(L, L.cake_plan_create(self._h, C.byref(h)), 'plan')
+        plan = Plan(self, h)  # frees h when collected, also on the errors below
+        for k, v in (dims or {}).items():
+            _check(L, L.cake_plan_set_dim(h, k.encode(), int(v)), f'dim {k}')
+        if cu_seqlens is not None:
+            cu = _host_offsets(cu_seqlens)
+            bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
+            if bad:
+                raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset',
+                            'CAKE_ERR_PLAN', 'docs')
+            arr = (C.c_int32 * len(cu))(*cu)
+            _check(L, L.cake_plan_set_docs(h, arr, len(cu) - 1), 'docs')
+        for k, v in (params or {}).items():
+            _check(L, L.cake_plan_set_param(h, k.encode(), float(v)), f'param {k}')
+        _check(L, L.cake_plan_finalize(h), 'finalize')
+        return plan
+
+
+class Plan:
+    """A finalized plan (cake_plan): the problem's dims, documents, chunk tables and the byte-exact
+    workspace and saved layout. It keeps its Program, hence its Package, alive."""
+
+    def __init__(self, program, handle):
+        self.program, self._h = program, handle
+        self._L = program.package._L
+        self._finalizer = weakref.finalize(self, self._L.cake_plan_free, handle.value)
+
+    def _handle(self):
+        self.program.package._handle()
+        return self._h
+
+    def close(self):
+        self._finalizer()
+
+    def dim(self, name):
+        v = C.c_int64()
+        _check(self._L, self._L.cake_plan_get_dim(self._handle(), name.encode(), C.byref(v)), f'dim {name}')
+        return v.value
+
+    @property
+    def chunk_count(self):
+        """The number of chunks over all documents."""
+        return self._L.cake_plan_chunk_count(self._handle())
+
+    def workspace_bytes(self):
+        """Bytes of device workspace every entry of the plan needs (256-byte aligned)."""
+        v = C.c_size_t()
+        _check(self._L, self._L.cake_plan_workspace_bytes(self._handle(), C.byref(v)), 'workspace_bytes')
+        return v.value
+
+    def saved_bytes(self):
+        """Bytes of the saved area (tensors kept from a forward entry for a backward one)."""
+        v = C.c_size_t()
+        _check(self._L, self._L.cake_plan_saved_bytes(self._handle(), C.byref(v)), 'saved_bytes')
+        return v.value
+
+    def item(self, name):
+        """(offset, bytes) of a workspace item (a temp tensor, "chunk_table", "doc_table") or a
+        saved tensor inside its area."""
+        off, n = C.c_size_t(), C.c_size_t()
+        _check(self._L, self._L.cake_plan_item(self._handle(), name.encode(), C.byref(off), C.byref(n)),
+               f'item {name}')
+        return off.value, n.value
+
+    def validate(self, entry, tensors):
+        """Check the tensors {name: tensor} of `entry` against the plan (host only, no GPU needed)."""
+        arr, n, keep = _bindings(tensors)
+        _check(self._L, self._L.cake_validate(self._handle(), entry.encode(), arr, n), f'validate {entry}')
+        del keep
+
+    def launch(self, entry, tensors, workspace=None, saved=None, stream=None):
+        """Launch `entry` on `stream` in the current CUDA context. tensors: {name: tensor}, each a
+        torch tensor, an object with __cuda_array_interface__ or __dlpack__ (device memory), a
+        cake Tensor struct, or None (an optional tensor left out). workspace and saved: a device
+        address (int, of at least workspace_bytes() / saved_bytes() bytes, 256-byte aligned) or a
+        tensor-like object holding them; None when the plan needs none. stream: a CUstream as an int,
+        an object with .cuda_stream (torch.cuda.Stream) or __cuda_stream__; None: torch's current
+        stream when torch is imported, else the default stream."""
+        arr, n, keep = _bindings(tensors)
+        ws, ws_n = _area(workspace, self.workspace_bytes(), 'workspace')
+        sv, sv_n = _area(saved, self.saved_bytes(), 'saved')
+        _check(self._L, self._L.cake_launch(self._handle(), entry.encode(), arr, n, ws, ws_n, sv, sv_n,
+                                            _stream(stream)), f'launch {entry}')
+        del keep
+
+
+def _area(obj, need, what):
+    if obj is None:
+        if need:
+            raise Error(ERR_ARGUMENT, f'the plan needs {need} {what} bytes and no {what} was given',
+                        'CAKE_ERR_ARGUMENT', what)
+        return 0, 0
+    if isinstance(obj, int):
+        return obj, need
+    t, _ = _tensor(obj)
+    nbytes = ELEM_BYTES[t.dtype]
+    for i in range(t.rank):
+        nbytes *= t.shape[i]
+    return t.data, nbytes
+
+
+def _stream(s):
+    if s is None:
+        import sys
+        torch = sys.modules.get('torch')
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            s = torch.cuda.current_stream()
+        else:
+            return None
+    if isinstance(s, int):
+        return s or None
+    if hasattr(s, '__cuda_stream__'):
+        return s.__cuda_stream__()[1] or None
+    if hasattr(s, 'cuda_stream'):
+        return s.cuda_stream or None
+    raise TypeError(f'not a CUDA stream: {type(s).__name__}')
+
+
+def _bindings(tensors):
+    items = list(tensors.items())
+    arr = (_lib.Binding * max(len(items), 1))()
+    keep = []
+    for i, (name, obj) in enumerate(items):
+        t, owner = _tensor(obj)
+        nb = name.encode()
+        keep += [nb, owner]
+        arr[i].name, arr[i].tensor = nb, t
+    return arr, len(items), keep
+
+
+def tensor(data, dtype, shape, strides=None):
+    """A cake Tensor of a device address: dtype 'bf16', 'f16', 'f32', 'i32' (or a cake_dtype), shape,
+    strides in elements (None: contiguous)."""
+    if len(shape) > _lib.MAX_RANK or (strides is not None and len(strides) != len(shape)):
+        raise Error(ERR_TENSOR, f'rank {len(shape)} (at most {_lib.MAX_RANK}, strides of the same rank)',
+                    'CAKE_ERR_TENSOR')
+    x = _lib.Tensor()
+    x.data, x.dtype, x.rank = int(data), DTYPES.get(dtype, dtype), len(shape)
+    for i, s in enumerate(shape):
+        x.shape[i] = int(s)
+        if strides is not None:
+            x.strides[i] = int(strides[i])
+    return x
+
+
+def _contiguous_strides(shape):
+    out, acc = [], 1
+    for s in reversed(shape):
+        out.append(acc)
+        acc *= s
+    return out[::-1]
+
+
+def _strides_or_none(shape, strides):
+    """None when the strides are the row-major contiguous ones (axes of extent 1 may have any)."""
+    if strides is None:
+        return None
+    cs = _contiguous_strides(shape)
+    return None if all(n == 1 or a == b for n, a, b in zip(shape, strides, cs)) else list(strides)
+
+
+_TYPESTR = {'<f4': F32, '<f2': F16, '<i4': I32, '<V2': BF16}  # __cuda_array_interface__ ('<V2': bf16 by convention)
+_DL = {(2, 32): F32, (2, 16): F16, (0, 32): I32, (4, 16): BF16}  # DLPack (code, bits): kDLFloat 2, kDLInt 0, kDLBfloat 4
+
+
+def _tensor(obj):
+    """(cake Tensor, an object to keep alive until the call returns) of a tensor-like object."""
+    if obj is None:
+        return _lib.Tensor(), None
+    if isinstance(obj, _lib.Tensor):
+        return obj, None
+    mod = type(obj).__module__ or ''
+    if mod.startswith('torch') and hasattr(obj, 'data_ptr'):
+        import torch
+        dt = {torch.bfloat16: BF16, torch.float16: F16, torch.float32: F32, torch.int32: I32}.get(obj.dtype)
+        if dt is None:
+            raise Error(ERR_TENSOR, f'torch dtype {obj.dtype} is none of bf16, f16, f32, i32', 'CAKE_ERR_TENSOR')
+        shape = list(obj.shape)
+        return tensor(obj.data_ptr(), dt, shape, _strides_or_none(shape, list(obj.stride()))), obj
+    cai = getattr(obj, '__cuda_array_interface__', None)
+    if cai is not None:
+        dt = _TYPESTR.get(cai['typestr'])
+        if dt is None:
+            raise Error(ERR_TENSOR, f"typestr {cai['typestr']} is none of bf16, f16, f32, i32", 'CAKE_ERR_TENSOR')
+        shape = list(cai['shape'])
+        st = cai.get('strides')
+        if st is not None:
+            st = [s // ELEM_BYTES[dt] for s in st]
+        return tensor(cai['data'][0], dt, shape, _strides_or_none(shape, st)), obj
+    if hasattr(obj, '__dlpack__'):
+        return _from_dlpack(obj)
+    raise TypeError(f'not a tensor: {type(obj).__name__} (torch, __cuda_array_interface__ or __dlpack__)')
+
+
+class _DLDevice(C.Structure):
+    _fields_ = [('device_type', C.c_int32), ('device_id', C.c_int32)]
+
+
+class _DLDataType(C.Structure):
+    _fields_ = [('code', C.c_uint8), ('bits', C.c_uint8), ('lanes', C.c_uint16)]
+
+
+class _DLTensor(C.Structure):  # DLTensor, the head of DLManagedTensor
+    _fields_ = [('data', C.c_void_p), ('device', _DLDevice), ('ndim', C.c_int32), ('dtype', _DLDataType),
+                ('shape', C.POINTER(C.c_int64)), ('strides', C.POINTER(C.c_int64)), ('byte_offset', C.c_uint64)]
+
+
+def _from_dlpack(obj):
+    # An unversioned "dltensor" capsule, read and not consumed: its destructor returns it to the
+    # producer when the capsule is collected, and `obj` itself owns the memory meanwhile.
+    cap = obj.__dlpack__()
+    get = C.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
+    ptr = get(cap, b'dltensor')
+    dl = _DLTensor.from_address(ptr)
+    dt = _DL.get((dl.dtype.code, dl.dtype.bits))
+    if dt is None or dl.dtype.lanes != 1:
+        raise Error(ERR_TENSOR, f'DLPack dtype (code {dl.dtype.code}, bits {dl.dtype.bits}, lanes '
+                    f'{dl.dtype.lanes}) is none of bf16, f16, f32, i32', 'CAKE_ERR_TENSOR')
+    shape = [dl.shape[i] for i in range(dl.ndim)]
+    st = [dl.strides[i] for i in range(dl.ndim)] if dl.strides else None
+    return tensor((dl.data or 0) + dl.byte_offset, dt, shape, _strides_or_none(shape, st)), (obj, cap)
