@@ -11,35 +11,18 @@ import importlib.util
 import json
 import os
 import re
+import sys
 
 K = V = 128
 BF16, F16, F32, I32 = 0, 1, 2, 3  # cake_dtype
 DTYPES = {'bf16': BF16, 'f16': F16, 'f32': F32, 'i32': I32}
 ELEM_BYTES = {BF16: 2, F16: 2, F32: 4, I32: 4}
-MAX_RANK = 6
 
 
-class Tensor(C.Structure):  # cake_tensor
-    _fields_ = [('data', C.c_uint64), ('dtype', C.c_int), ('rank', C.c_int),
-                ('shape', C.c_int64 * MAX_RANK), ('strides', C.c_int64 * MAX_RANK)]
-
-
-class Binding(C.Structure):  # cake_binding
-    _fields_ = [('name', C.c_char_p), ('tensor', Tensor)]
-
-
-# the layouts of cake_runtime.h on LP64 (x86-64, aarch64)
-assert C.sizeof(Tensor) == 112 and Tensor.dtype.offset == 8 and Tensor.shape.offset == 16
-assert Tensor.rank.offset == 12 and Tensor.strides.offset == 64
-assert C.sizeof(Binding) == 120 and Binding.tensor.offset == 8
-
-
-class DimValue(C.Structure):  # cake_dim_value
-    _fields_ = [('name', C.c_char_p), ('value', C.c_int64)]
-
-
-class DeviceFacts(C.Structure):  # cake_device_facts
-    _fields_ = [('sms', C.c_int64)]
+# the C structs and the declarations of libcakert come from the Python package (python/cake)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'python'))
+from cake._lib import MAX_RANK, Binding, DeviceFacts, DimValue, Tensor, declare_runtime  # noqa: E402,F401
+from cake.runtime import _check  # noqa: E402
 
 
 def raw_tensor(data, dtype, shape):
@@ -142,37 +125,16 @@ class Cake:
     """libcakert and one loaded package."""
 
     def __init__(self, lib, package):
-        self.lib = C.CDLL(lib)
+        self.lib = declare_runtime(C.CDLL(lib))
         self.package = package
         L = self.lib
-        vp, sz, i64 = C.c_void_p, C.c_size_t, C.c_int64
-        L.cake_last_error.restype = C.c_char_p
-        L.cake_program_variant.restype = C.c_char_p
-        L.cake_program_variant.argtypes = [vp]
-        L.cake_package_load.argtypes = [C.c_char_p, vp, C.POINTER(vp)]
-        L.cake_package_free.argtypes = [vp]
-        L.cake_package_variant.argtypes = [vp, C.c_char_p, C.c_char_p, C.POINTER(vp)]
-        L.cake_package_choose.argtypes = [vp, C.c_char_p, C.c_char_p, C.POINTER(DimValue), C.c_int, i64,
-                                          C.POINTER(DeviceFacts), C.POINTER(vp)]
-        L.cake_plan_create.argtypes = [vp, C.POINTER(vp)]
-        L.cake_plan_free.argtypes = [vp]
-        L.cake_plan_set_dim.argtypes = [vp, C.c_char_p, i64]
-        L.cake_plan_set_docs.argtypes = [vp, C.POINTER(C.c_int32), i64]
-        L.cake_plan_set_param.argtypes = [vp, C.c_char_p, C.c_double]
-        L.cake_plan_finalize.argtypes = [vp]
-        L.cake_plan_get_dim.argtypes = [vp, C.c_char_p, C.POINTER(i64)]
-        L.cake_plan_chunk_count.argtypes = [vp]
-        L.cake_plan_chunk_count.restype = i64
-        L.cake_plan_workspace_bytes.argtypes = [vp, C.POINTER(sz)]
-        L.cake_plan_saved_bytes.argtypes = [vp, C.POINTER(sz)]
-        L.cake_validate.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int]
-        L.cake_launch.argtypes = [vp, C.c_char_p, C.POINTER(Binding), C.c_int, C.c_uint64, sz, C.c_uint64, sz, vp]
+        vp = C.c_void_p
         self.pkg = vp()
         self.check(L.cake_package_load(package.encode(), None, C.byref(self.pkg)), 'cake_package_load')
 
     def check(self, rc, what):
-        if rc != 0:
-            raise RuntimeError(f'{what}: {self.lib.cake_last_error().decode()}')
+        """Raises cake.Error (a RuntimeError) with the runtime's message when rc is not CAKE_OK."""
+        _check(self.lib, rc, what)
 
     def manifest(self):
         with open(os.path.join(self.package, 'manifest.json')) as f:

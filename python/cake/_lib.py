@@ -112,6 +112,11 @@ def _apply(L, decl):
         f.restype, f.argtypes = res, args
 
 
+def declare_runtime(L):
+    """Declare libcakert's functions on a ctypes.CDLL of it (e.g. one opened by path); returns it."""
+    return _declare_runtime(L)
+
+
 def _declare_runtime(L):
     vp, sz, i64, s, i32 = C.c_void_p, C.c_size_t, C.c_int64, C.c_char_p, C.c_int
     P = C.POINTER
