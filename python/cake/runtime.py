@@ -273,11 +273,32 @@ def _area(obj, need, what):
         return 0, 0
     if isinstance(obj, int):
         return obj, need
-    t, _ = _tensor(obj)
-    nbytes = ELEM_BYTES[t.dtype]
-    for i in range(t.rank):
-        nbytes *= t.shape[i]
-    return t.data, nbytes
+    return _address_and_bytes(obj)
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= int(x)
+    return n
+
+
+def _address_and_bytes(obj):
+    """(device address, bytes) of a buffer of any dtype: torch, __cuda_array_interface__, __dlpack__."""
+    mod = type(obj).__module__ or ''
+    if mod.startswith('torch') and hasattr(obj, 'data_ptr'):
+        if not obj.is_contiguous():
+            raise Error(ERR_ARGUMENT, 'a workspace or saved tensor must be contiguous', 'CAKE_ERR_ARGUMENT')
+        return obj.data_ptr(), obj.numel() * obj.element_size()
+    cai = getattr(obj, '__cuda_array_interface__', None)
+    if cai is not None:
+        return cai['data'][0], _prod(cai['shape']) * int(cai['typestr'][2:])
+    if hasattr(obj, '__dlpack__'):
+        cap = obj.__dlpack__()
+        dl = _DLTensor.from_address(_capsule_pointer(cap))
+        return (dl.data or 0) + dl.byte_offset, _prod(dl.shape[i] for i in range(dl.ndim)) * dl.dtype.bits // 8
+    raise TypeError(f'not a device buffer: {type(obj).__name__} (an int address, torch, '
+                    '__cuda_array_interface__ or __dlpack__)')
 
 
 def _stream(s):
@@ -386,14 +407,17 @@ class _DLTensor(C.Structure):  # DLTensor, the head of DLManagedTensor
                 ('shape', C.POINTER(C.c_int64)), ('strides', C.POINTER(C.c_int64)), ('byte_offset', C.c_uint64)]
 
 
+def _capsule_pointer(cap):
+    get = C.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
+    return get(cap, b'dltensor')
+
+
 def _from_dlpack(obj):
     # An unversioned "dltensor" capsule, read and not consumed: its destructor returns it to the
     # producer when the capsule is collected, and `obj` itself owns the memory meanwhile.
     cap = obj.__dlpack__()
-    get = C.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = C.c_void_p, [C.py_object, C.c_char_p]
-    ptr = get(cap, b'dltensor')
-    dl = _DLTensor.from_address(ptr)
+    dl = _DLTensor.from_address(_capsule_pointer(cap))
     dt = _DL.get((dl.dtype.code, dl.dtype.bits))
     if dt is None or dl.dtype.lanes != 1:
         raise Error(ERR_TENSOR, f'DLPack dtype (code {dl.dtype.code}, bits {dl.dtype.bits}, lanes '

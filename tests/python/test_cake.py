@@ -117,6 +117,10 @@ class CakeTest(unittest.TestCase):
                 return new(C.addressof(dl), b'dltensor', None)
         t, _ = rt._tensor(DL())
         self.assertEqual((t.data, t.dtype, t.rank, list(t.shape[:3])), ((1 << 41) + 256, cake.BF16, 3, [5, 2, 16]))
+        self.assertEqual(rt._address_and_bytes(DL()), ((1 << 41) + 256, 5 * 2 * 16 * 2))
+        CAI.__cuda_array_interface__ = dict(CAI.__cuda_array_interface__, typestr='|u1', shape=(512,))
+        self.assertEqual(rt._area(CAI(), 256, 'workspace'), (1 << 40, 512))
+        self.assertEqual(rt._area(1 << 40, 256, 'workspace'), (1 << 40, 256))
         with self.assertRaises(TypeError):
             rt._tensor(object())
 
