@@ -160,5 +160,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] | sanitize [--seed N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac
