@@ -670,12 +670,25 @@ static int blocks_per_sm(const LK *L, long long bytes) {
   return 2 * (bytes + L->target->smem_reserved) <= L->target->smem_per_sm ? 2 : 1;
 }
 
-static void collect_prefetches(LK *L, const CirBlock *b, const CirInst **v, int *n) {
+typedef struct Prefetch {
+  int refill, pos; /* the body position of its refill; its own position */
+  Home *home;
+} Prefetch;
+
+static void collect_prefetches(LK *L, const CirBlock *b, Prefetch *v, int *n) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
-    if (home_of(L, in)->async_mode == ASYNC_PREFETCH) v[(*n)++] = in;
+    Home *h = home_of(L, in);
+    if (h->async_mode == ASYNC_PREFETCH) v[(*n)++] = (Prefetch){h->refill_after, L->pos[in->id], h};
     if (in->body) collect_prefetches(L, in->body, v, n);
   }
+}
+
+/* latest refill first; ties in program order (every run the same) */
+static int cmp_refill(const void *x, const void *y) {
+  const Prefetch *a = x, *b = y;
+  if (a->refill != b->refill) return a->refill > b->refill ? -1 : 1;
+  return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
 /* A prefetched tile has one buffer, refilled for the next step after its
@@ -690,23 +703,13 @@ static void double_buffer_prefetches(LK *L, const Plan *P) {
    * already at the limit (the extra buffer addresses made the backward's
    * dchain spill): it keeps one buffer per tile */
   if (occ < 2) return;
-  const CirInst **v = cake_xcalloc((size_t)L->nids + 1, sizeof *v);
+  Prefetch *v = cake_xcalloc((size_t)L->nids + 1, sizeof *v);
   int n = 0;
   collect_prefetches(L, &L->k->body, v, &n);
-  /* latest refill first; ties in program order (deterministic) */
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0; j--) {
-      const Home *a = home_of(L, v[j - 1]), *b = home_of(L, v[j]);
-      if (a->refill_after > b->refill_after || (a->refill_after == b->refill_after && L->pos[v[j - 1]->id] < L->pos[v[j]->id]))
-        break;
-      const CirInst *t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
+  qsort(v, (size_t)n, sizeof *v, cmp_refill);
   for (int i = 0; i < n; i++) {
-    Home *h = home_of(L, v[i]);
-    h->nbufs = 2;
-    if (blocks_per_sm(L, allocate_all(L, P, 0)) < occ) h->nbufs = 1;
+    v[i].home->nbufs = 2;
+    if (blocks_per_sm(L, allocate_all(L, P, 0)) < occ) v[i].home->nbufs = 1;
   }
   free(v);
 }

@@ -81,26 +81,25 @@ def _open(stem):
 
 
 _lock = threading.Lock()
-_rt = None
-_cc = None
+_loaded = {}
+
+
+def _library(stem, declare):
+    """lib<stem>, opened and declared once."""
+    with _lock:
+        if stem not in _loaded:
+            _loaded[stem] = declare(_open(stem))
+        return _loaded[stem]
 
 
 def runtime():
     """libcakert, declared (loaded once)."""
-    global _rt
-    with _lock:
-        if _rt is None:
-            _rt = _declare_runtime(_open('cakert'))
-        return _rt
+    return _library('cakert', _declare_runtime)
 
 
 def compiler():
     """libcake, declared (loaded once)."""
-    global _cc
-    with _lock:
-        if _cc is None:
-            _cc = _declare_compiler(_open('cake'))
-        return _cc
+    return _library('cake', _declare_compiler)
 
 
 def _apply(L, decl):
