@@ -261,6 +261,7 @@ int main(int argc, char **argv) {
        {"save modes, GVA H=2 HV=6: states", "safe", "states", 1, 1, 700, 2, 2, cu_two, 1, 1, 6}},
   };
   for (int pi = 0; pi < 2; pi++) {
+    if (pairs[pi][0].T > max_t) continue;
     uint64_t d[2], seed2 = rng;
     for (int m = 0; m < 2; m++) {
       uint64_t r = seed2; /* the same inputs for both */
