@@ -187,18 +187,25 @@ static void walk_window(Interp *I, const CirInst *in, WinFn fn, void *ctx) {
     }
 }
 
+/* A value as a tensor, param or conversion of dtype t holds it: rounded,
+ * except for float dtypes in exact mode. */
+static double rnd(const Interp *I, DType t, double x) {
+  if (I->args->exact && (t == DT_BF16 || t == DT_F16 || t == DT_F32)) return x;
+  return cake_round_dtype(t, x);
+}
+
 typedef struct { Tile *out; double *data; } LoadCtx;
 static void load_elem(Interp *I, const CirInst *in, long long off, int r, int c, void *vctx) {
   LoadCtx *x = vctx;
   double v = 0;
-  if (off >= 0) v = x->data ? cake_round_dtype(in->tensor->dtype, x->data[off]) : in->fval;
+  if (off >= 0) v = x->data ? rnd(I, in->tensor->dtype, x->data[off]) : in->fval;
   x->out->v[r * cols_of(in->ty) + c] = v;
 }
 
 static void store_elem(Interp *I, const CirInst *in, long long off, int r, int c, void *vctx) {
   LoadCtx *x = vctx;
   if (off < 0) return;
-  x->data[off] = cake_round_dtype(in->tensor->dtype, bget(x->out, r, c));
+  x->data[off] = rnd(I, in->tensor->dtype, bget(x->out, r, c));
 }
 
 /* ---- ops ---- */
@@ -365,7 +372,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
             if (!in->param->has_default) { fail(I, in, "parameter '%s' has no value and no default", in->param->name); return; }
             v = in->param->def;
           }
-          t->v[0] = cake_round_dtype(in->param->dtype, v);
+          t->v[0] = rnd(I, in->param->dtype, v);
           break;
         }
         case OP_GRIDVAR: t->v[0] = (double)I->grid[in->axis]; break;
@@ -418,7 +425,7 @@ static void exec_inst(Interp *I, const CirInst *in) {
     case OK_CAST: {
       const Tile *a = val(I, in->args[0]);
       Tile *t = def(I, in);
-      for (int i = 0; i < numel(in->ty); i++) t->v[i] = cake_round_dtype(in->ty.dt, a->v[i]);
+      for (int i = 0; i < numel(in->ty); i++) t->v[i] = rnd(I, in->ty.dt, a->v[i]);
       return;
     }
     case OK_LAYOUT: {

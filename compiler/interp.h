@@ -3,8 +3,9 @@
  * Contract: cake_interp_run() executes the kernels of one entry, in order,
  * on host arrays. Every tensor is a dense row-major array of doubles; values
  * are rounded to the tensor's dtype when loaded and when stored, and to the
- * target dtype at every `as` conversion. All other arithmetic is exact double
- * arithmetic: the interpreter says what a program means, the GPU code
+ * target dtype at every `as` conversion (unless args->exact: then float
+ * dtypes are not rounded at all, and i32 / bool conversions still are). All
+ * other arithmetic is exact double arithmetic: the interpreter says what a program means, the GPU code
  * approximates it (fp32 accumulation, bf16 tensor-core operands).
  * Nothing is printed; errors come back as a message.
  */
@@ -20,6 +21,8 @@ typedef struct InterpArgs {
   long long ndocs;
   const double *params;     /* value per CirProgram param (NaN: use the default) */
   double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
+  int exact;                /* nonzero: no rounding to float dtypes (bf16, f16, f32 values stay
+                               doubles), for finite-difference checks of a program's gradients */
 } InterpArgs;
 
 /* 0 on success; on failure a message in err. */

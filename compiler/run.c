@@ -53,7 +53,7 @@ typedef struct Run {
   uint64_t seed;
   long long max_mib;
   long long device_sms; /* --device-sms; 0: $CAKE_DEVICE_SMS or RUN_DEFAULT_SMS */
-  int temps, write_inputs;
+  int temps, write_inputs, exact;
   /* state */
   Arena arena;
   Diag diag;
@@ -91,6 +91,9 @@ static void run_usage(FILE *f) {
           "  --write-inputs       also write the inputs the entry reads (random or not), to check\n"
           "                       them against a reference\n"
           "  --max-memory MIB     refuse to run when the tensors need more (default %d)\n"
+          "  --exact              no rounding to bf16, f16 or f32 anywhere (inputs, stores, `as`):\n"
+          "                       the program's math in double precision, float outputs written\n"
+          "                       as <f8 (for finite-difference checks of gradients)\n"
           "Inputs are the in tensors and any tensor the entry reads but does not write; outputs are the\n"
           "out and save tensors it writes. Float tensors take .npy files of any float or integer type\n"
           "(rounded to the tensor's dtype), i32 tensors integer files; outputs are written as <f4\n"
@@ -172,6 +175,8 @@ static int parse_args(Run *r, int argc, char **argv) {
       r->temps = 1;
     } else if (!strcmp(a, "--write-inputs")) {
       r->write_inputs = 1;
+    } else if (!strcmp(a, "--exact")) {
+      r->exact = 1;
     } else if (opt_value(argc, argv, &i, "--entry", &v)) {
       if (!v || !*v) return fail("--entry expects the name of an entry");
       r->entry_name = v;
@@ -597,24 +602,29 @@ static uint64_t splitmix(uint64_t *s) {
 
 static double unit(uint64_t *s) { return ((double)(splitmix(s) >> 11) + 0.5) / 9007199254740992.0; }
 
+/* A value as tensor x holds it (no rounding of floats with --exact). */
+static double hold(const Run *r, const TensorRun *x, double v) {
+  return r->exact && x->t->dtype != DT_I32 && x->t->dtype != DT_BOOL ? v : cake_round_dtype(x->t->dtype, v);
+}
+
 /* Random values that depend on the seed and the tensor's name only. */
 static void fill_random(const Run *r, TensorRun *x) {
   uint64_t s = r->seed;
   for (const char *c = x->t->name; *c; c++) s = (s ^ (unsigned char)*c) * 0x100000001b3ull;
   for (int64_t i = 0; i < x->numel; i++) {
     if (x->t->dtype == DT_I32) x->data[i] = (double)(splitmix(&s) % 16);
-    else x->data[i] = cake_round_dtype(x->t->dtype, sqrt(-2 * log(unit(&s))) * cos(6.283185307179586 * unit(&s)));
+    else x->data[i] = hold(r, x, sqrt(-2 * log(unit(&s))) * cos(6.283185307179586 * unit(&s)));
   }
 }
 
-static int read_file(TensorRun *x) {
+static int read_file(const Run *r, TensorRun *x) {
   char err[256];
   if (npy_read_data(x->f, &x->h, x->data, err, sizeof err)) return fail("--in %s=%s: %s", x->t->name, x->file, err);
   for (int64_t i = 0; i < x->numel; i++) {
     double v = x->data[i];
     if (x->t->dtype == DT_I32 && !(v >= INT32_MIN && v <= INT32_MAX))
       return fail("--in %s=%s: element %lld is %.17g, outside the range of i32", x->t->name, x->file, (long long)i, v);
-    x->data[i] = cake_round_dtype(x->t->dtype, v);
+    x->data[i] = hold(r, x, v);
   }
   return 0;
 }
@@ -630,7 +640,7 @@ static int fill_tensors(Run *r) {
     if (!x->data) {
       rc = fail("out of memory for tensor '%s' (%lld elements)", x->t->name, (long long)x->numel);
     } else if (x->file) {
-      rc = read_file(x);
+      rc = read_file(r, x);
     } else if (x->random) {
       fill_random(r, x);
       buf_printf(&random, "%s%s", random.len ? ", " : "", x->t->name);
@@ -646,7 +656,7 @@ static int execute(Run *r) {
   const CirProgram *p = r->p;
   double **tensors = arena_alloc(&r->arena, sizeof(double *) * (size_t)(p->ntensors + 1));
   for (int i = 0; i < p->ntensors; i++) tensors[i] = r->ts[i].data;
-  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors};
+  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors, r->exact};
   char err[1024];
   if (cake_interp_run(p, r->entry->name, &args, err, sizeof err)) {
     fprintf(stderr, "cakec: error: entry '%s' of '%s' failed: %s\n", r->entry->name, p->name, err);
@@ -661,7 +671,7 @@ static int write_outputs(Run *r) {
     Role role = x->t->role;
     int output = x->writes && (role != ROLE_TEMP || r->temps);
     if (x->absent || !(output || (r->write_inputs && x->reads && is_input(x)))) continue;
-    const char *descr = x->t->dtype == DT_I32 ? "<i4" : x->t->dtype == DT_F16 ? "<f2" : "<f4";
+    const char *descr = x->t->dtype == DT_I32 ? "<i4" : r->exact ? "<f8" : x->t->dtype == DT_F16 ? "<f2" : "<f4";
     Buf path;
     buf_init(&path);
     buf_printf(&path, "%s/%s.npy", r->out_dir, x->t->name);

@@ -16,6 +16,12 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
 fi
+# torch (CPU) for the Python package's autograd test (cake.autograd under gradcheck); the
+# distribution's build, without its recommended extras
+if ! dpkg -s python3-torch >/dev/null 2>&1; then
+  [ -n "$missing" ] || $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-torch
+fi
 CUDA="${CAKE_CUDA_ROOT:-/usr/local/cuda}"
 if [ ! -x "$CUDA/bin/ptxas" ]; then
   echo "setup: CUDA 13.0 is required: $CUDA/bin/ptxas not found (install the CUDA toolkit or set CAKE_CUDA_ROOT)" >&2

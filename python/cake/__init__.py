@@ -8,14 +8,19 @@ tensor is passed.
     ws = torch.empty(plan.workspace_bytes(), dtype=torch.uint8, device='cuda')
     plan.launch('fwd', {'x': x, 'y': y, 'w': w, 'z': z}, workspace=ws)
 
+Training programs run under autograd through cake.autograd.TrainingOp (cake.kda for KDA), on
+the GPU from a package or on the CPU through the interpreter (cake.cpu.run, `cakec run`).
+
 The shared libraries are found through $CAKE_LIBRARY_PATH, the build tree (build/lib beside
 python/), or the system loader (see cake._lib).
 """
+from . import autograd, cpu
 from .compiler import CompileError, compile, default_archs, emit, version
+from .kda import kda
 from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
                       ERR_PLAN, ERR_TENSOR, F16, F32, I32, OK, Error, Package, Plan, Program, load, tensor)
 
 __all__ = ['BF16', 'DTYPES', 'ERR_ARGUMENT', 'ERR_CUDA', 'ERR_IO', 'ERR_MEMORY', 'ERR_NOT_FOUND', 'ERR_PACKAGE',
            'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'OK', 'CompileError', 'Error', 'Package', 'Plan',
-           'Program', 'compile', 'default_archs', 'emit', 'load', 'tensor', 'version']
+           'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load', 'tensor', 'version']
 __version__ = '0.1.0'

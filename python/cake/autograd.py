@@ -1,0 +1,224 @@
+"""cake.autograd - a training program (a forward entry and a backward entry) as a
+torch.autograd.Function, on the GPU through a package or on the CPU through the interpreter.
+
+The convention that pairs the two entries is the language's naming one: the backward takes the
+gradient of each forward output `x` as an input `dx` and returns the gradient of each forward
+input `y` as an output `dy`; tensors of role `save` written by the forward are handed to the
+backward (they live in the saved area on the GPU). Nothing here knows a particular program.
+
+    op = cake.autograd.TrainingOp('kda_train', package=pkg, options={'gate': 'softplus'})
+    o, ht = op(dict(q=q, k=k, v=v, g=g, beta=beta, A_log=A_log, dt_bias=dt_bias),
+               outputs=('o', 'ht'), cu_seqlens=cu)
+    (o.float().square().sum() + ht.sum()).backward()
+
+Inputs are converted to the program's dtypes (bf16, f32, ...) and made contiguous (a copy when
+they are not); each gradient comes back in the dtype of the tensor the caller passed. On the CPU
+(`spec=` and CPU tensors) the interpreter runs in exact double precision (`cakec run --exact`):
+the program's math without rounding, so `torch.autograd.gradcheck` can check the backward entry
+against finite differences of the forward entry.
+"""
+import os
+
+from . import cpu as _cpu
+from .runtime import ERR_ARGUMENT, Error
+
+_TORCH_DTYPES = {'bf16': 'bfloat16', 'f16': 'float16', 'f32': 'float32', 'i32': 'int32'}
+
+
+def _torch():
+    import torch
+    return torch
+
+
+class TrainingOp:
+    """program: the program's name. package: a cake.Package (GPU). spec: the .cake path or text
+    (CPU interpreter). options, params: the variant and the param values. fwd, bwd: the entries."""
+
+    def __init__(self, program, package=None, spec=None, options=None, params=None, fwd='fwd', bwd='bwd',
+                 cakec=None):
+        if package is None and spec is None:
+            raise Error(ERR_ARGUMENT, 'TrainingOp needs a package (GPU) or a spec (CPU)', 'CAKE_ERR_ARGUMENT')
+        self.program, self.package, self.spec = program, package, spec
+        self.options, self.params = dict(options or {}), dict(params or {})
+        self.fwd, self.bwd, self.cakec = fwd, bwd, cakec
+
+    def __call__(self, inputs, outputs=('o',), cu_seqlens=None, dims=None):
+        """Runs the forward entry on `inputs` ({name: tensor}; optional inputs left out are
+        absent) and returns the forward outputs named in `outputs`, in that order, connected to
+        autograd: their gradients flow back to every input that requires one."""
+        torch = _torch()
+        names = sorted(inputs)
+        tensors = [inputs[n] for n in names]
+        if not tensors:
+            raise Error(ERR_ARGUMENT, 'TrainingOp: no inputs', 'CAKE_ERR_ARGUMENT')
+        on_gpu = tensors[0].is_cuda
+        if any(t.is_cuda != on_gpu for t in tensors):
+            raise Error(ERR_ARGUMENT, 'TrainingOp: inputs on the CPU and on the GPU mixed', 'CAKE_ERR_ARGUMENT')
+        if on_gpu and self.package is None:
+            raise Error(ERR_ARGUMENT, 'TrainingOp: CUDA inputs need a package', 'CAKE_ERR_ARGUMENT')
+        if not on_gpu and self.spec is None:
+            raise Error(ERR_ARGUMENT, 'TrainingOp: CPU inputs need a spec (the interpreter runs it)',
+                        'CAKE_ERR_ARGUMENT')
+        runner = (_GpuRunner if on_gpu else _CpuRunner)(self, tuple(outputs), cu_seqlens, dims)
+        out = _function().apply(runner, tuple(names), *tensors)
+        return out if len(outputs) > 1 else out[0]
+
+
+_FN = None
+
+
+def _function():
+    """The torch.autograd.Function, made on first use so that importing cake needs no torch."""
+    global _FN
+    if _FN is not None:
+        return _FN
+    torch = _torch()
+
+    class _Training(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, runner, names, *tensors):
+            ins = dict(zip(names, tensors))
+            outs, state = runner.forward(ins)
+            ctx.runner, ctx.names, ctx.state = runner, names, state
+            ctx.save_for_backward(*tensors)
+            return tuple(outs[n] for n in runner.outputs)
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, *grads):
+            ins = dict(zip(ctx.names, ctx.saved_tensors))
+            gin = {'d' + n: g for n, g in zip(ctx.runner.outputs, grads) if g is not None}
+            d = ctx.runner.backward(ins, gin, ctx.state)
+            res = []
+            for i, n in enumerate(ctx.names):
+                g = d.get('d' + n) if ctx.needs_input_grad[2 + i] else None
+                if ctx.needs_input_grad[2 + i] and g is None:
+                    raise Error(ERR_ARGUMENT, f"the backward entry '{ctx.runner.op.bwd}' writes no 'd{n}': "
+                                f"input '{n}' cannot require a gradient", 'CAKE_ERR_ARGUMENT')
+                res.append(None if g is None else g.to(ins[n].dtype))
+            return (None, None) + tuple(res)
+
+    _FN = _Training
+    return _FN
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+class _GpuRunner:
+    """The package path: plan, validate and launch on torch's current stream."""
+
+    def __init__(self, op, outputs, cu_seqlens, dims):
+        self.op, self.outputs, self.cu, self.dims_given = op, outputs, cu_seqlens, dict(dims or {})
+
+    def _meta(self, prog):
+        variant = prog.variant
+        for p in self.op.package.manifest['programs']:
+            if p['name'] == self.op.program and p.get('variant', '') == variant:
+                return p
+        raise Error(ERR_ARGUMENT, f'no manifest entry for {self.op.program} [{variant}]', 'CAKE_ERR_ARGUMENT')
+
+    def _infer_dims(self, meta, ins):
+        dims = dict(self.dims_given)
+        roles = {d['name']: d['role'] for d in meta['dims']}
+        tens = {t['name']: t for t in meta['tensors']}
+        for n, x in ins.items():
+            t = tens.get(n)
+            if t is None:
+                raise Error(ERR_ARGUMENT, f"program '{self.op.program}' has no tensor '{n}'", 'CAKE_ERR_ARGUMENT')
+            if len(t['shape']) != x.dim():
+                raise Error(ERR_ARGUMENT, f"'{n}' has {x.dim()} axes, the program declares {len(t['shape'])} "
+                            f"({t['shape']})", 'CAKE_ERR_ARGUMENT')
+            for ax, (e, size) in enumerate(zip(t['shape'], x.shape)):
+                if isinstance(e, str) and roles.get(e) not in ('docs', 'chunks'):
+                    if e in dims and dims[e] != size:
+                        raise Error(ERR_ARGUMENT, f"dim {e}: '{n}' axis {ax} is {size}, another tensor said "
+                                    f"{dims[e]}", 'CAKE_ERR_ARGUMENT')
+                    dims[e] = int(size)
+        return dims
+
+    def _alloc(self, meta, plan, entry, role, skip):
+        """Empty tensors for what `entry` writes with `role` (optional ones unless in skip)."""
+        torch = _torch()
+        stages = next(e['stages'] for e in meta['entries'] if e['name'] == entry)
+        touched = {a['name'] for s in meta['stages'] if s['name'] in stages for a in s.get('args', [])}
+        out = {}
+        for t in meta['tensors']:
+            if t['role'] != role or t['name'] not in touched or t['name'] in skip:
+                continue
+            shape = [plan.dim(e) if isinstance(e, str) else e for e in t['shape']]
+            out[t['name']] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[t['dtype']]), device='cuda')
+        return out
+
+    def _convert(self, meta, xs):
+        tens = {t['name']: t for t in meta['tensors']}
+        torch = _torch()
+        return {n: x.detach().to(getattr(torch, _TORCH_DTYPES[tens[n]['dtype']])).contiguous() for n, x in xs.items()}
+
+    def forward(self, ins):
+        torch = _torch()
+        op = self.op
+        pkg = op.package
+        ndocs = 0 if self.cu is None else len(self.cu) - 1
+        # the variant first (dims come from its tensors' shapes)
+        probe = pkg.program(op.program, op.options, self.dims_given, ndocs)
+        meta = self._meta(probe)
+        dims = self._infer_dims(meta, ins)
+        plan = pkg.plan(op.program, op.options, dims, self.cu, op.params)
+        meta = self._meta(plan.program)
+        x = self._convert(meta, ins)
+        opt_out = {t['name'] for t in meta['tensors'] if t['role'] == 'out' and t.get('optional')}
+        outs = self._alloc(meta, plan, op.fwd, 'out', opt_out - set(self.outputs))
+        missing = [n for n in self.outputs if n not in outs]
+        if missing:
+            raise Error(ERR_ARGUMENT, f"the entry '{op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
+        saved = torch.empty(max(plan.saved_bytes(), 1), dtype=torch.uint8, device='cuda')
+        ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
+        plan.launch(op.fwd, {**x, **outs}, workspace=ws, saved=saved, stream=torch.cuda.current_stream())
+        return outs, (plan, meta, saved, outs)
+
+    def backward(self, ins, grads, state):
+        torch = _torch()
+        plan, meta, saved, fwd_outs = state
+        x = self._convert(meta, ins)
+        g = self._convert(meta, {n: t for n, t in grads.items() if n in {t['name'] for t in meta['tensors']}})
+        # optional gradient outputs of absent inputs (dh0 without h0) are left unbound
+        skip = {t['name'] for t in meta['tensors']
+                if t['role'] == 'out' and t.get('optional') and t['name'][1:] not in ins}
+        outs = self._alloc(meta, plan, self.op.bwd, 'out', skip | set(fwd_outs))
+        ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
+        plan.launch(self.op.bwd, {**x, **g, **outs, **{n: t for n, t in fwd_outs.items()}}, workspace=ws,
+                    saved=saved, stream=torch.cuda.current_stream())
+        return outs
+
+
+class _CpuRunner:
+    """The interpreter path (`cakec run --exact`): double precision, no rounding."""
+
+    def __init__(self, op, outputs, cu_seqlens, dims):
+        self.op, self.outputs, self.cu, self.dims = op, outputs, cu_seqlens, dict(dims or {})
+
+    def _run(self, entry, tensors):
+        op = self.op
+        return _cpu.run(op.spec, entry, tensors, dims=self.dims, cu_seqlens=self.cu, options=op.options,
+                        params=op.params, exact=True, cakec=op.cakec)
+
+    def forward(self, ins):
+        out = self._run(self.op.fwd, ins)
+        missing = [n for n in self.outputs if n not in out]
+        if missing:
+            raise Error(ERR_ARGUMENT, f"the entry '{self.op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
+        dtype = next(iter(ins.values())).dtype
+        res = {n: t.to(dtype) for n, t in out.items()}
+        return res, out  # everything the forward wrote (saves included) goes to the backward
+
+    def backward(self, ins, grads, fwd_out):
+        keep = {n: t for n, t in fwd_out.items() if n not in self.outputs}
+        return self._run(self.op.bwd, {**ins, **grads, **keep})
+
+
+__all__ = ['TrainingOp']
