@@ -4,6 +4,7 @@
 #   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
+#   .carry/gpu.sh torch       (GPU machine)   cake.kda through PyTorch autograd
 #   .carry/gpu.sh bench|bench-train|bench-gdn|parts
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
 #   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
@@ -155,10 +156,25 @@ case "${1:-}" in
     python3 benchmarks/bench_gdn.py --fla .anchor/fla --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
+  torch)
+    # cake.kda through PyTorch autograd: against float64, against fla's chunk_kda when .anchor/fla
+    # is there, bitwise repeats, and a small training loop run twice (tests/gpu/test_torch_kda.py)
+    shift
+    mkdir -p "$out"
+    fla=()
+    if [ -d .anchor/fla ]; then
+      tc=$(mktemp -d) && tar -xzf .anchor/fla_autotune_cache_h200.tar.gz -C "$tc"
+      export TRITON_CACHE_DIR="$tc"
+      fla=(--fla .anchor/fla)
+    fi
+    CAKE_LIBRARY_PATH=.carry/lib PYTHONUNBUFFERED=1 python3 tests/gpu/test_torch_kda.py .carry/package \
+      "${fla[@]}" "$@" 2>&1 | tee "$out/test_torch_kda.log"
+    exit "${PIPESTATUS[0]}"
+    ;;
   parts)
     shift
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

@@ -122,10 +122,14 @@ class _GpuRunner:
                 return p
         raise Error(ERR_ARGUMENT, f'no manifest entry for {self.op.program} [{variant}]', 'CAKE_ERR_ARGUMENT')
 
-    def _infer_dims(self, meta, ins):
+    def _infer_dims(self, ins):
+        """Dims from the inputs' shapes, over the tensors of every variant of the program."""
         dims = dict(self.dims_given)
-        roles = {d['name']: d['role'] for d in meta['dims']}
-        tens = {t['name']: t for t in meta['tensors']}
+        metas = [p for p in self.op.package.manifest['programs'] if p['name'] == self.op.program]
+        if not metas:
+            raise Error(ERR_ARGUMENT, f"no program '{self.op.program}' in {self.op.package.path}", 'CAKE_ERR_ARGUMENT')
+        roles = {d['name']: d['role'] for m in metas for d in m['dims']}
+        tens = {t['name']: t for m in metas for t in m['tensors']}
         for n, x in ins.items():
             t = tens.get(n)
             if t is None:
@@ -141,11 +145,16 @@ class _GpuRunner:
                     dims[e] = int(size)
         return dims
 
+    @staticmethod
+    def _touched(meta, entry):
+        """The tensors the stages of `entry` take as arguments."""
+        stages = next(e['stages'] for e in meta['entries'] if e['name'] == entry)
+        return {a['name'] for s in meta['stages'] if s['name'] in stages for a in s.get('args', [])}
+
     def _alloc(self, meta, plan, entry, role, skip):
         """Empty tensors for what `entry` writes with `role` (optional ones unless in skip)."""
         torch = _torch()
-        stages = next(e['stages'] for e in meta['entries'] if e['name'] == entry)
-        touched = {a['name'] for s in meta['stages'] if s['name'] in stages for a in s.get('args', [])}
+        touched = self._touched(meta, entry)
         out = {}
         for t in meta['tensors']:
             if t['role'] != role or t['name'] not in touched or t['name'] in skip:
@@ -163,11 +172,7 @@ class _GpuRunner:
         torch = _torch()
         op = self.op
         pkg = op.package
-        ndocs = 0 if self.cu is None else len(self.cu) - 1
-        # the variant first (dims come from its tensors' shapes)
-        probe = pkg.program(op.program, op.options, self.dims_given, ndocs)
-        meta = self._meta(probe)
-        dims = self._infer_dims(meta, ins)
+        dims = self._infer_dims(ins)
         plan = pkg.plan(op.program, op.options, dims, self.cu, op.params)
         meta = self._meta(plan.program)
         x = self._convert(meta, ins)
@@ -178,7 +183,9 @@ class _GpuRunner:
             raise Error(ERR_ARGUMENT, f"the entry '{op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
         saved = torch.empty(max(plan.saved_bytes(), 1), dtype=torch.uint8, device='cuda')
         ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
-        plan.launch(op.fwd, {**x, **outs}, workspace=ws, saved=saved, stream=torch.cuda.current_stream())
+        use = self._touched(meta, op.fwd)
+        plan.launch(op.fwd, {n: t for n, t in {**x, **outs}.items() if n in use}, workspace=ws, saved=saved,
+                    stream=torch.cuda.current_stream())
         return outs, (plan, meta, saved, outs)
 
     def backward(self, ins, grads, state):
@@ -191,8 +198,9 @@ class _GpuRunner:
                 if t['role'] == 'out' and t.get('optional') and t['name'][1:] not in ins}
         outs = self._alloc(meta, plan, self.op.bwd, 'out', skip | set(fwd_outs))
         ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
-        plan.launch(self.op.bwd, {**x, **g, **outs, **{n: t for n, t in fwd_outs.items()}}, workspace=ws,
-                    saved=saved, stream=torch.cuda.current_stream())
+        use = self._touched(meta, self.op.bwd)
+        bind = {n: t for n, t in {**fwd_outs, **x, **g, **outs}.items() if n in use}
+        plan.launch(self.op.bwd, bind, workspace=ws, saved=saved, stream=torch.cuda.current_stream())
         return outs
 
 
