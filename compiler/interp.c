@@ -585,27 +585,42 @@ static void run_kernel(Interp *I, const CirKernel *k) {
 typedef struct ReqDims {
   const CirProgram *p;
   const long long *dims;
+  const double *params; /* per param (NaN: the default), or NULL */
+  int exact;
 } ReqDims;
 
-static int req_dim(void *ctx, const char *name, size_t len, int64_t *value) {
+static int req_dim(void *ctx, const char *name, size_t len, cake_require_value *value) {
   const ReqDims *r = ctx;
+  *value = (cake_require_value){0};
   for (int i = 0; i < r->p->ndims; i++)
     if (strlen(r->p->dims[i].name) == len && !memcmp(r->p->dims[i].name, name, len)) {
-      *value = r->dims[i];
+      value->i = r->dims[i];
       return 1;
     }
+  for (int i = 0; i < r->p->nparams; i++) { /* a run's value (NaN: none), else the default */
+    const CirParam *q = r->p->params[i];
+    if (strlen(q->name) != len || memcmp(q->name, name, len)) continue;
+    double v = r->params && !isnan(r->params[q->index]) ? r->params[q->index] : q->def;
+    if (q->dtype == DT_I32) value->i = (int64_t)v;
+    else value->is_float = 1, value->f = r->exact ? v : (double)(float)v;
+    return 1;
+  }
   return 0;
 }
 
 /* The program's requirements under the run's dims, as the runtime checks
  * them when it finalizes a plan. 0 when they hold. */
-static int check_requires(const CirProgram *p, const long long *dims, char *err, size_t errlen) {
-  ReqDims rd = {p, dims};
+static int check_requires(const CirProgram *p, const long long *dims, const InterpArgs *args, char *err,
+                          size_t errlen) {
+  ReqDims rd = {p, dims, args->params, args->exact};
   for (int i = 0; i < p->nrequires; i++) {
     char msg[512];
     int r = cake_require_eval(p->requires[i].expr, req_dim, &rd, 1, msg, sizeof msg);
     if (r == CAKE_REQUIRE_TRUE) continue;
-    snprintf(err, errlen, "dims break '%s' (%s): %s", p->requires[i].text, p->requires[i].where, msg);
+    int params = 0;
+    for (int j = 0; j < p->nparams; j++) params |= cake_require_uses(p->requires[i].expr, p->params[j]->name);
+    snprintf(err, errlen, "%s break '%s' (%s): %s", params ? "the parameters" : "dims", p->requires[i].text,
+             p->requires[i].where, msg);
     return -1;
   }
   return 0;
@@ -648,7 +663,7 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
   }
   I.doc_first[I.ndocs] = I.nchunks;
   if (p->chunks_dim >= 0) I.dims[p->chunks_dim] = I.nchunks;
-  if (check_requires(p, I.dims, err, errlen)) I.failed = 1;
+  if (check_requires(p, I.dims, args, err, errlen)) I.failed = 1;
   for (int i = 0; i < p->ntensors && !I.failed; i++)
     if (!args->tensors[i] && !p->tensors[i]->optional) {
       snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);

@@ -696,8 +696,10 @@ static int write_outputs(Run *r) {
 
 /* ---- options chosen by their prefer clauses ---- */
 
-static int run_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+static int run_lookup(void *ctx, const char *name, size_t len, cake_require_value *rv) {
   Run *r = ctx;
+  *rv = (cake_require_value){0};
+  int64_t *value = &rv->i;
   if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
     *value = r->device_sms;
     return 1;

@@ -488,6 +488,7 @@ static int req_type(Sema *s, const Expr *e) {
   switch (e->kind) {
     case E_INT: return 0;
     case E_FLOAT:
+      if (!s->in_prefer) return 2; /* a requirement may compare parameters with decimal numbers */
       ERR(e->loc, "%s computes with integers; %s is not one", noun, e->text);
       return -1;
     case E_NAME: {
@@ -510,21 +511,26 @@ static int req_type(Sema *s, const Expr *e) {
       }
       if (y->kind == SYM_DIM) return 0;
       if (y->kind == SYM_CONST && y->value.is_int) return 0;
+      if (!s->in_prefer && y->kind == SYM_CONST) return 2;
+      if (!s->in_prefer && y->kind == SYM_PARAM) return ((const CirParam *)y->ptr)->dtype == DT_I32 ? 0 : 2;
       if (y->kind == SYM_CONST) ERR(e->loc, "%s computes with integers; constant '%s' is not one", noun, e->name);
       else if (y->kind == SYM_OPTION && s->in_prefer)
         ERR(e->loc, "'%s' is an option; a prefer condition relates dims, integer constants and device facts (%s)",
             e->name, CAKE_FACT_SMS);
       else if (y->kind == SYM_OPTION)
-        ERR(e->loc, "'%s' is an option; a requirement relates dims and integer constants (put it in `if %s == ... { }` "
-                    "to make it depend on the option)", e->name, e->name);
-      else ERR(e->loc, "'%s' is a %s; %s relates dims and integer constants%s", e->name, sym_kind_name(y->kind), noun,
-               s->in_prefer ? " (and device facts: " CAKE_FACT_SMS ")" : "");
+        ERR(e->loc, "'%s' is an option; a requirement relates dims, parameters and constants (put it in `if %s == ... "
+                    "{ }` to make it depend on the option)", e->name, e->name);
+      else if (s->in_prefer)
+        ERR(e->loc, "'%s' is a %s; %s relates dims and integer constants (and device facts: " CAKE_FACT_SMS ")",
+            e->name, sym_kind_name(y->kind), noun);
+      else ERR(e->loc, "'%s' is a %s; a requirement relates dims, parameters and constants", e->name,
+               sym_kind_name(y->kind));
       return -1;
     }
     case E_UNARY: {
       int x = req_type(s, e->a);
       if (x < 0) return -1;
-      if (e->op == '-' && x != 0) { ERR(e->loc, "unary '-' needs an integer, got a comparison"); return -1; }
+      if (e->op == '-' && x == 1) { ERR(e->loc, "unary '-' needs a number, got a comparison"); return -1; }
       if (e->op == '!' && x != 1) { ERR(e->loc, "'!' needs a comparison, got an integer"); return -1; }
       return x;
     }
@@ -537,13 +543,17 @@ static int req_type(Sema *s, const Expr *e) {
         if (x != 1 || y != 1) { ERR(e->loc, "'%s' combines comparisons, got an integer operand", op); return -1; }
         return 1;
       }
-      if (x != 0 || y != 0) { ERR(e->loc, "'%s' needs integers, got a comparison", op); return -1; }
-      return req_prec(e) == 3 ? 1 : 0;
+      if (x == 1 || y == 1) { ERR(e->loc, "'%s' needs numbers, got a comparison", op); return -1; }
+      if (e->op == '%' && (x == 2 || y == 2)) {
+        ERR(e->loc, "'%%' needs integers; a parameter or decimal number here is a float");
+        return -1;
+      }
+      return req_prec(e) == 3 ? 1 : x == 2 || y == 2 ? 2 : 0;
     }
     default: break;
   }
-  ERR(e->loc, "%s uses dims, integer constants%s and the operators + - * / %% < <= > >= == != && || !", noun,
-      s->in_prefer ? ", device facts (" CAKE_FACT_SMS ")" : "");
+  ERR(e->loc, "%s uses dims, %s and the operators + - * / %% < <= > >= == != && || !", noun,
+      s->in_prefer ? "integer constants, device facts (" CAKE_FACT_SMS ")" : "parameters, constants");
   return -1;
 }
 
@@ -560,14 +570,35 @@ static int declared_outside_if(const Program *ast, const char *name) {
   return 0;
 }
 
+/* A double in the canonical form of cake_require.h: digits '.' digits with
+ * an optional exponent (always a '.'), in parentheses when negative; %.17g
+ * gives it back exactly. */
+static void req_float(Buf *o, double f) {
+  char num[96];
+  snprintf(num, sizeof num, "%.17g", f < 0 ? -f : f);
+  char *e = strchr(num, 'e');
+  if (!strchr(num, '.')) { /* 5 -> 5.0, 1e+20 -> 1.0e+20 */
+    char tail[16]; /* the exponent: e+308 at most */
+    snprintf(tail, sizeof tail, "%.15s", e ? e : "");
+    if (e) *e = 0;
+    snprintf(num + strlen(num), sizeof num - strlen(num), ".0%s", tail);
+  }
+  buf_printf(o, f < 0 ? "(-%s)" : "%s", num);
+}
+
 /* Prints a checked requirement with the parentheses its precedence needs:
  * constants by name (the text shown in messages) or by value (canonical). */
 static void req_print(Sema *s, Buf *o, const Expr *e, int canonical) {
   switch (e->kind) {
     case E_INT: buf_printf(o, "%lld", e->ival); return;
+    case E_FLOAT:
+      if (canonical) req_float(o, e->fval);
+      else buf_puts(o, e->text);
+      return;
     case E_NAME: {
       Sym *y = find_sym(s, e->name);
-      if (!canonical || !y || y->kind == SYM_DIM) buf_puts(o, e->name); /* !y: a device fact */
+      if (!canonical || !y || y->kind == SYM_DIM || y->kind == SYM_PARAM) buf_puts(o, e->name); /* !y: a device fact */
+      else if (!y->value.is_int) req_float(o, y->value.f);
       else if (y->value.i == INT64_MIN) buf_puts(o, "(-9223372036854775807 - 1)");
       else if (y->value.i < 0) buf_printf(o, "(-%lld)", -(long long)y->value.i);
       else buf_printf(o, "%lld", (long long)y->value.i);
@@ -595,13 +626,31 @@ static void req_print(Sema *s, Buf *o, const Expr *e, int canonical) {
   }
 }
 
-static int req_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+/* Dims (value 1: only the form is checked with them) and parameters (their
+ * defaults, for the check of a requirement that names parameters only). */
+static int req_lookup(void *ctx, const char *name, size_t len, cake_require_value *value) {
   const CirProgram *p = ctx;
+  *value = (cake_require_value){0};
   for (int i = 0; i < p->ndims; i++)
     if (strlen(p->dims[i].name) == len && !memcmp(p->dims[i].name, name, len)) {
-      *value = 1;
+      value->i = 1;
       return 1;
     }
+  for (int i = 0; i < p->nparams; i++)
+    if (strlen(p->params[i]->name) == len && !memcmp(p->params[i]->name, name, len)) {
+      if (p->params[i]->dtype == DT_I32) value->i = (int64_t)p->params[i]->def;
+      else value->is_float = 1, value->f = (double)(float)p->params[i]->def;
+      return 1;
+    }
+  return 0;
+}
+
+/* A prefer condition names dims and device facts only. */
+static int dims_only_lookup(void *ctx, const char *name, size_t len, cake_require_value *value) {
+  const CirProgram *p = ctx;
+  *value = (cake_require_value){.i = 1};
+  for (int i = 0; i < p->ndims; i++)
+    if (strlen(p->dims[i].name) == len && !memcmp(p->dims[i].name, name, len)) return 1;
   return 0;
 }
 
@@ -610,12 +659,12 @@ static const char *base_of(const char *path) {
   return b ? b + 1 : path;
 }
 
-static int prefer_lookup(void *ctx, const char *name, size_t len, int64_t *value) {
+static int prefer_lookup(void *ctx, const char *name, size_t len, cake_require_value *value) {
   if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
-    *value = 1;
+    *value = (cake_require_value){.i = 1};
     return 1;
   }
-  return req_lookup(ctx, name, len, value);
+  return dims_only_lookup(ctx, name, len, value);
 }
 
 static void where_of(Loc loc, char *where, size_t n) {
@@ -679,7 +728,8 @@ static void require_decl(Sema *s, const Decl *d) {
   int t = req_type(s, d->value);
   if (t < 0) return;
   if (t != 1) {
-    ERR(d->value_loc, "a requirement is a comparison of dims, e.g. `require HV %% H == 0`; this is an integer");
+    ERR(d->value_loc, "a requirement is a comparison of dims or parameters, e.g. `require HV %% H == 0`; this is a "
+                      "number");
     return;
   }
   if (p->nrequires == CAKE_MAX_REQUIRES) {
@@ -699,12 +749,20 @@ static void require_decl(Sema *s, const Decl *d) {
     ERR(d->value_loc, "this requirement cannot be recorded: %s", msg);
     ok = 0;
   }
-  int names_dim = 0; /* every name in the canonical form is a dim */
-  for (const char *c = expr.data; ok && *c; c++) names_dim |= *c == '_' || ((*c | 32) >= 'a' && (*c | 32) <= 'z');
-  if (ok && !names_dim) { /* constants only: decided now */
+  /* decided now when it names no dim: constants, and parameters through their defaults (a
+   * default that breaks it is an error here; the plan checks the values it is given) */
+  int later = 0, params = 0;
+  for (int i = 0; i < p->ndims; i++) later |= cake_require_uses(expr.data, p->dims[i].name);
+  for (int i = 0; i < p->nparams; i++)
+    if (cake_require_uses(expr.data, p->params[i]->name)) {
+      params = 1;
+      later |= !p->params[i]->has_default;
+    }
+  if (ok && !later) {
     int r = cake_require_eval(expr.data, req_lookup, p, 1, msg, sizeof msg);
     if (r != CAKE_REQUIRE_TRUE) {
-      ERR(d->value_loc, "requirement '%s' does not hold%s%s", text.data, msg[0] ? " " : "", msg);
+      ERR(d->value_loc, "requirement '%s' does not hold%s%s%s", text.data, params ? " for the parameters' defaults" : "",
+          msg[0] ? (params ? ": " : " ") : "", msg);
       ok = 0;
     }
   }

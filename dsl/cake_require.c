@@ -3,15 +3,18 @@
  * a short-circuited `&&` / `||` is parsed (checked) but not evaluated. */
 #include "cake_require.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { MAX_NAMES = 16 };
 
 typedef struct RVal {
-  int is_bool;
-  int64_t v;
+  int is_bool, is_float;
+  int64_t v;   /* integers and booleans */
+  double f;    /* is_float */
 } RVal;
 
 typedef struct RParser {
@@ -27,7 +30,7 @@ typedef struct RParser {
   /* the names met, in order, once each (for the message) */
   const char *names[MAX_NAMES];
   size_t name_len[MAX_NAMES];
-  int64_t values[MAX_NAMES];
+  cake_require_value values[MAX_NAMES];
   int nnames, more_names;
 } RParser;
 
@@ -68,17 +71,19 @@ static RVal expr_or(RParser *P, int ev);
 
 static int want_int(RParser *P, RVal x, const char *op) {
   if (!x.is_bool) return 1;
-  bad(P, "'%s' takes integers, not a comparison's result", op);
+  bad(P, "'%s' takes numbers, not a comparison's result", op);
   return 0;
 }
+
+static double as_double(RVal x) { return x.is_float ? x.f : (double)x.v; }
 
 static int want_bool(RParser *P, RVal x, const char *op) {
   if (x.is_bool) return 1;
-  bad(P, "'%s' takes comparisons (booleans), not integers", op);
+  bad(P, "'%s' takes comparisons (booleans), not numbers", op);
   return 0;
 }
 
-static void note_name(RParser *P, const char *name, size_t n, int64_t v) {
+static void note_name(RParser *P, const char *name, size_t n, cake_require_value v) {
   for (int i = 0; i < P->nnames; i++)
     if (P->name_len[i] == n && !memcmp(P->names[i], name, n)) return;
   if (P->nnames == MAX_NAMES) {
@@ -91,7 +96,7 @@ static void note_name(RParser *P, const char *name, size_t n, int64_t v) {
 }
 
 static RVal primary(RParser *P, int ev) {
-  RVal r = {0, 0};
+  RVal r = {0};
   skip_space(P);
   if (P->pos >= P->len) {
     bad(P, "an operand is missing at the end");
@@ -110,6 +115,46 @@ static RVal primary(RParser *P, int ev) {
     return r;
   }
   if (c >= '0' && c <= '9') {
+    size_t start = P->pos, end = P->pos;
+    while (end < P->len && P->s[end] >= '0' && P->s[end] <= '9') end++;
+    if (end < P->len && P->s[end] == '.') { /* a decimal number: digits '.' digits [e [+-] digits] */
+      size_t e = end + 1, frac = e;
+      while (e < P->len && P->s[e] >= '0' && P->s[e] <= '9') e++;
+      if (e == frac) {
+        bad(P, "a decimal point needs digits after it");
+        return r;
+      }
+      if (e < P->len && (P->s[e] | 32) == 'e') {
+        size_t x = e + 1;
+        if (x < P->len && (P->s[x] == '+' || P->s[x] == '-')) x++;
+        size_t dig = x;
+        while (x < P->len && P->s[x] >= '0' && P->s[x] <= '9') x++;
+        if (x == dig) {
+          bad(P, "an exponent needs digits");
+          return r;
+        }
+        e = x;
+      }
+      if (e < P->len && (P->s[e] == '_' || ((P->s[e] | 32) >= 'a' && (P->s[e] | 32) <= 'z'))) {
+        bad(P, "a name cannot start with a digit");
+        return r;
+      }
+      char num[64];
+      if (e - start >= sizeof num) {
+        bad(P, "a decimal number longer than %zu characters", sizeof num - 1);
+        return r;
+      }
+      memcpy(num, P->s + start, e - start);
+      num[e - start] = 0;
+      r.is_float = 1;
+      r.f = strtod(num, NULL);
+      if (!isfinite(r.f)) {
+        bad(P, "the decimal number %s does not fit in a double", num);
+        return r;
+      }
+      P->pos = e;
+      return r;
+    }
     int64_t v = 0;
     while (P->pos < P->len && P->s[P->pos] >= '0' && P->s[P->pos] <= '9') {
       int d = P->s[P->pos++] - '0';
@@ -138,13 +183,15 @@ static RVal primary(RParser *P, int ev) {
       bad(P, "a name is longer than %d characters", CAKE_MAX_NAME);
       return r;
     }
-    int64_t v = 0;
+    cake_require_value v = {0};
     if (!P->lookup || !P->lookup(P->ctx, P->s + start, n, &v)) {
-      bad(P, "'%.*s' is not a dim of the program", (int)n, P->s + start);
+      bad(P, "unknown name '%.*s'", (int)n, P->s + start);
       return r;
     }
     note_name(P, P->s + start, n, v);
-    r.v = ev ? v : 0;
+    r.is_float = v.is_float != 0;
+    r.v = ev && !v.is_float ? v.i : 0;
+    r.f = ev && v.is_float ? v.f : 0;
     return r;
   }
   bad(P, "unexpected '%c'", c);
@@ -152,7 +199,7 @@ static RVal primary(RParser *P, int ev) {
 }
 
 static RVal unary(RParser *P, int ev) {
-  RVal r = {0, 0};
+  RVal r = {0};
   int neg = accept(P, "-"), not_ = !neg && accept(P, "!");
   if (!neg && !not_) return primary(P, ev);
   if (++P->depth > CAKE_MAX_REQUIRE_DEPTH) {
@@ -164,6 +211,11 @@ static RVal unary(RParser *P, int ev) {
   if (P->bad) return r;
   if (neg) {
     if (!want_int(P, x, "-")) return r;
+    if (x.is_float) {
+      r.is_float = 1;
+      r.f = -x.f;
+      return r;
+    }
     if (ev && !P->fault && x.v == INT64_MIN) P->fault = "an integer overflow in '-'";
     r.v = ev && !P->fault ? -x.v : 0;
     return r;
@@ -203,6 +255,20 @@ static RVal binary_level(RParser *P, int ev, int level) {
     if (!op) return a;
     RVal b = level == 0 ? unary(P, ev) : binary_level(P, ev, 0);
     if (P->bad || !want_int(P, a, op) || !want_int(P, b, op)) return a;
+    if (a.is_float || b.is_float) {
+      if (op[0] == '%') {
+        bad(P, "'%%' takes integers, not decimal numbers or float parameters");
+        return a;
+      }
+      double x = as_double(a), y = as_double(b), out = 0;
+      if (ev && !P->fault) {
+        if (op[0] == '/' && y == 0) P->fault = "a division by zero";
+        else out = op[0] == '+' ? x + y : op[0] == '-' ? x - y : op[0] == '*' ? x * y : x / y;
+      }
+      a.is_float = 1;
+      a.f = P->fault ? 0 : out;
+      continue;
+    }
     a.v = arith(P, ev, op[0], a.v, b.v);
   }
 }
@@ -217,14 +283,14 @@ static RVal compare(RParser *P, int ev) {
   if (!op) return a;
   RVal b = binary_level(P, ev, 1);
   if (P->bad || !want_int(P, a, op) || !want_int(P, b, op)) return a;
-  RVal r = {1, 0};
-  switch (op[0] == '<' ? (op[1] ? 1 : 0) : op[0] == '>' ? (op[1] ? 3 : 2) : op[0] == '=' ? 4 : 5) {
-    case 0: r.v = a.v < b.v; break;
-    case 1: r.v = a.v <= b.v; break;
-    case 2: r.v = a.v > b.v; break;
-    case 3: r.v = a.v >= b.v; break;
-    case 4: r.v = a.v == b.v; break;
-    default: r.v = a.v != b.v; break;
+  RVal r = {.is_bool = 1};
+  int kind = op[0] == '<' ? (op[1] ? 1 : 0) : op[0] == '>' ? (op[1] ? 3 : 2) : op[0] == '=' ? 4 : 5;
+  if (a.is_float || b.is_float) { /* in double; NaN compares false (and != true) */
+    double x = as_double(a), y = as_double(b);
+    r.v = kind == 0 ? x < y : kind == 1 ? x <= y : kind == 2 ? x > y : kind == 3 ? x >= y : kind == 4 ? x == y : x != y;
+  } else {
+    r.v = kind == 0 ? a.v < b.v : kind == 1 ? a.v <= b.v : kind == 2 ? a.v > b.v : kind == 3 ? a.v >= b.v
+          : kind == 4 ? a.v == b.v : a.v != b.v;
   }
   for (int i = 0; i < 6; i++) {
     size_t at = P->pos;
@@ -294,7 +360,7 @@ int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *
   if (!P.bad) {
     skip_space(&P);
     if (P.pos < P.len) bad(&P, "unexpected '%.20s' after the expression", P.s + P.pos);
-    else if (!r.is_bool) bad(&P, "the expression is an integer; a requirement is a comparison (e.g. H %% 2 == 0)");
+    else if (!r.is_bool) bad(&P, "the expression is a number; a requirement is a comparison (e.g. H %% 2 == 0)");
   }
   if (P.bad) return CAKE_REQUIRE_BAD;
   if (!evaluate) return CAKE_REQUIRE_TRUE;
@@ -302,11 +368,29 @@ int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *
   if (faulted) *faulted = P.fault != NULL;
   if (msg && msglen) {
     size_t at = 0;
-    for (int i = 0; i < P.nnames && at < msglen; i++)
-      at += (size_t)snprintf(msg + at, msglen - at, "%s%.*s = %lld", i ? ", " : "", (int)P.name_len[i], P.names[i],
-                             (long long)P.values[i]);
+    for (int i = 0; i < P.nnames && at < msglen; i++) {
+      const cake_require_value *v = &P.values[i];
+      if (v->is_float)
+        at += (size_t)snprintf(msg + at, msglen - at, "%s%.*s = %.9g", i ? ", " : "", (int)P.name_len[i], P.names[i],
+                               v->f);
+      else
+        at += (size_t)snprintf(msg + at, msglen - at, "%s%.*s = %lld", i ? ", " : "", (int)P.name_len[i], P.names[i],
+                               (long long)v->i);
+    }
     if (P.more_names && at < msglen) at += (size_t)snprintf(msg + at, msglen - at, ", ...");
     if (P.fault && at < msglen) snprintf(msg + at, msglen - at, "%s(%s)", at ? " " : "", P.fault);
   }
   return CAKE_REQUIRE_FALSE;
+}
+
+int cake_require_uses(const char *expr, const char *name) {
+  size_t n = strlen(name);
+  if (!expr || !n) return 0;
+  for (const char *c = expr; (c = strstr(c, name)) != NULL; c++) {
+    char before = c == expr ? ' ' : c[-1], after = c[n];
+    int word_before = before == '_' || ((before | 32) >= 'a' && (before | 32) <= 'z') || (before >= '0' && before <= '9');
+    int word_after = after == '_' || ((after | 32) >= 'a' && (after | 32) <= 'z') || (after >= '0' && after <= '9');
+    if (!word_before && !word_after) return 1;
+  }
+  return 0;
 }

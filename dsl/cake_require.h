@@ -5,17 +5,21 @@
  * finalized). Plain C, no allocation, no dependency beyond libc.
  *
  * The text is the canonical form the compiler writes ("expr" in the
- * manifest): integers, dim names, parentheses, and the operators of Cake
- * with their precedence, loosest first:
+ * manifest): integers, decimal numbers (digits '.' digits, an optional
+ * exponent), names (dims, and in requirements parameters), parentheses, and
+ * the operators of Cake with their precedence, loosest first:
  *   ||    &&    < <= > >= == != (not chained)    + -    * / %    unary - !
- * Integers and dims are int64; `+ - * / %` are checked (an overflow, a
- * division or remainder by zero makes the whole requirement false, with the
- * reason in the message, never a crash); `/` truncates and `%` takes the
- * dividend's sign. Comparisons give booleans; `! && ||` take booleans and
- * `&&`, `||` short-circuit (so `H > 0 && HV % H == 0` is simply false for
- * H = 0). The whole expression must be a boolean. At most
- * CAKE_MAX_REQUIRE_TEXT characters and CAKE_MAX_REQUIRE_DEPTH levels of
- * nesting (cake_limits.h). */
+ * Integers and dims are int64; `+ - * / %` on them are checked (an
+ * overflow, a division or remainder by zero makes the whole requirement
+ * false, with the reason in the message, never a crash); `/` truncates and
+ * `%` takes the dividend's sign. Decimal numbers and float values (f32
+ * parameters) are doubles: an operation with one computes in double (an
+ * integer operand converted), `%` refuses them, a division by zero is a
+ * fault as above, and a comparison with NaN is false. Comparisons give
+ * booleans; `! && ||` take booleans and `&&`, `||` short-circuit (so
+ * `H > 0 && HV % H == 0` is simply false for H = 0). The whole expression
+ * must be a boolean. At most CAKE_MAX_REQUIRE_TEXT characters and
+ * CAKE_MAX_REQUIRE_DEPTH levels of nesting (cake_limits.h). */
 #ifndef CAKE_REQUIRE_H
 #define CAKE_REQUIRE_H
 
@@ -24,9 +28,17 @@
 
 #include "cake_limits.h"
 
-/* The value of the dim `name` (`len` characters, not NUL-terminated): 1
- * when the name is a dim (then *value is set), 0 when it is not. */
-typedef int (*cake_require_lookup)(void *ctx, const char *name, size_t len, int64_t *value);
+/* A name's value: an integer (dims, i32 parameters, device facts) or a
+ * double (f32 parameters). */
+typedef struct cake_require_value {
+  int is_float;
+  int64_t i;
+  double f;
+} cake_require_value;
+
+/* The value of the name `name` (`len` characters, not NUL-terminated): 1
+ * when the caller knows the name (then *value is set), 0 when it does not. */
+typedef int (*cake_require_lookup)(void *ctx, const char *name, size_t len, cake_require_value *value);
 
 /* The device facts a `prefer` condition may name besides dims: SMS, the
  * number of streaming multiprocessors of the device that will run it. */
@@ -38,11 +50,12 @@ enum { CAKE_REQUIRE_BAD = -1, CAKE_REQUIRE_FALSE = 0, CAKE_REQUIRE_TRUE = 1 };
  * `lookup` gives (without it the values are not used: only the form and the
  * names are checked). Returns
  *   CAKE_REQUIRE_TRUE   it holds;
- *   CAKE_REQUIRE_FALSE  it does not: `msg` lists the dims it names with
+ *   CAKE_REQUIRE_FALSE  it does not: `msg` lists the names it uses with
  *                       their values ("HV = 3, H = 2"), then the reason
  *                       when an operation failed ("... (a remainder by zero)");
- *   CAKE_REQUIRE_BAD    the text is malformed, names something that is not
- *                       a dim, or is too long or too deep: `msg` says what.
+ *   CAKE_REQUIRE_BAD    the text is malformed, names something `lookup`
+ *                       does not know, or is too long or too deep: `msg`
+ *                       says what.
  * `msg` may be NULL. */
 int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
                       size_t msglen);
@@ -53,5 +66,8 @@ int cake_require_eval(const char *expr, cake_require_lookup lookup, void *ctx, i
  * `prefer` clauses treat that as an error. */
 int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *ctx, int evaluate, char *msg,
                             size_t msglen, int *faulted);
+
+/* 1 when `expr` uses the name `name` (as a whole name, not inside a longer one). */
+int cake_require_uses(const char *expr, const char *name);
 
 #endif

@@ -476,13 +476,22 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   return s;
 }
 
-static int prefer_name(void *ctx, const char *name, size_t len, int64_t *value);
+static int prefer_name(void *ctx, const char *name, size_t len, cake_require_value *value);
 
-static int require_dim(void *ctx, const char *name, size_t len, int64_t *value) {
-  const cake_program *p = ctx;
+static int is_dim_name(const cake_program *p, const char *name, size_t len) {
   for (int i = 0; i < p->ndims; i++)
-    if (strlen(p->dims[i]) == len && !memcmp(p->dims[i], name, len)) {
-      *value = 0;
+    if (strlen(p->dims[i]) == len && !memcmp(p->dims[i], name, len)) return 1;
+  return 0;
+}
+
+/* A requirement names dims and parameters (their values are not needed to check its form). */
+static int require_name(void *ctx, const char *name, size_t len, cake_require_value *value) {
+  const cake_program *p = ctx;
+  *value = (cake_require_value){0};
+  if (is_dim_name(p, name, len)) return 1;
+  for (int i = 0; i < p->nparams; i++)
+    if (strlen(p->params[i].name) == len && !memcmp(p->params[i].name, name, len)) {
+      value->is_float = !p->params[i].is_int;
       return 1;
     }
   return 0;
@@ -513,8 +522,8 @@ static cake_status load_requires(Ld *L, const JNode *requires, cake_program *p) 
         (s = get_text(L, r, "expr", RT_MAX_REQUIRE_TEXT, &expr)) || (s = get_text(L, r, "loc", RT_MAX_REQUIRE_LOC, &loc)))
       return s;
     char why[256];
-    if (cake_require_eval(expr, require_dim, p, 0, why, sizeof why) != CAKE_REQUIRE_TRUE)
-      return bad(L, "'expr' is not a requirement over the program's dims: %s", why);
+    if (cake_require_eval(expr, require_name, p, 0, why, sizeof why) != CAKE_REQUIRE_TRUE)
+      return bad(L, "'expr' is not a requirement over the program's dims and parameters: %s", why);
     RtRequire *rr = &p->requires[p->nrequires++];
     if ((s = copy_str(L, &rr->text, text)) || (s = copy_str(L, &rr->expr, expr)) || (s = copy_str(L, &rr->loc, loc)))
       return s;
@@ -524,12 +533,11 @@ static cake_status load_requires(Ld *L, const JNode *requires, cake_program *p) 
 }
 
 /* A name of a prefer condition: a dim of the program or a device fact. */
-static int prefer_name(void *ctx, const char *name, size_t len, int64_t *value) {
-  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
-    *value = 0;
-    return 1;
-  }
-  return require_dim(ctx, name, len, value);
+/* A prefer clause names dims and device facts. */
+static int prefer_name(void *ctx, const char *name, size_t len, cake_require_value *value) {
+  *value = (cake_require_value){0};
+  if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) return 1;
+  return is_dim_name(ctx, name, len);
 }
 
 /* Each option's "prefer" (optional): clauses with a value among the
@@ -615,8 +623,8 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
       (s = get(L, pj, "requires", J_ARR, 0, &requires)))
     return s;
   if ((s = load_options(L, options, p)) || (s = load_dims(L, dims, p)) || (s = load_prefers(L, options, p)) ||
-      (s = check_variants(L, p)) || (s = load_requires(L, requires, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
-      (s = load_params(L, params, p)) ||
+      (s = check_variants(L, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
+      (s = load_params(L, params, p)) || (s = load_requires(L, requires, p)) || /* requirements name params */
       (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)))
     return s;
   return CAKE_OK;

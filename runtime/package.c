@@ -263,8 +263,10 @@ int64_t rt_device_sms(const cake_device_facts *facts) {
   return CAKE_DEFAULT_SMS;
 }
 
-static int choose_lookup(void *vctx, const char *name, size_t len, int64_t *value) {
+static int choose_lookup(void *vctx, const char *name, size_t len, cake_require_value *rv) {
   ChooseCtx *c = vctx;
+  *rv = (cake_require_value){0};
+  int64_t *value = &rv->i;
   if (len == strlen(CAKE_FACT_SMS) && !memcmp(name, CAKE_FACT_SMS, len)) {
     if (!c->sms) c->sms = rt_device_sms(c->facts);
     *value = c->sms;

@@ -253,13 +253,23 @@ static cake_status layout(cake_plan *p) {
   return CAKE_OK;
 }
 
-static int require_dim(void *ctx, const char *name, size_t len, int64_t *value) {
+/* A requirement's names: the plan's dims, and its parameters (set, else their defaults). */
+static int require_value(void *ctx, const char *name, size_t len, cake_require_value *value) {
   const cake_plan *p = ctx;
+  *value = (cake_require_value){0};
   for (int i = 0; i < p->prog->ndims; i++)
     if (strlen(p->prog->dims[i]) == len && !memcmp(p->prog->dims[i], name, len)) {
-      *value = p->dims[i];
+      value->i = p->dims[i];
       return 1;
     }
+  for (int i = 0; i < p->prog->nparams; i++) {
+    const RtParam *q = &p->prog->params[i];
+    if (strlen(q->name) != len || memcmp(q->name, name, len)) continue;
+    double v = p->param_set[i] ? p->params[i] : q->def;
+    if (q->is_int) value->i = (int64_t)v;
+    else value->is_float = 1, value->f = (double)(float)v; /* the f32 the kernels get */
+    return 1;
+  }
   return 0;
 }
 
@@ -269,11 +279,13 @@ static cake_status check_requires(const cake_plan *p) {
   for (int i = 0; i < p->prog->nrequires; i++) {
     const RtRequire *r = &p->prog->requires[i];
     char msg[512];
-    int v = cake_require_eval(r->expr, require_dim, (void *)p, 1, msg, sizeof msg);
+    int v = cake_require_eval(r->expr, require_value, (void *)p, 1, msg, sizeof msg);
     if (v == CAKE_REQUIRE_TRUE) continue;
     if (v == CAKE_REQUIRE_BAD) /* the loader checked it: only a bug gets here */
       return rt_fail(CAKE_ERR_PACKAGE, "requirement '%s' (%s) cannot be evaluated: %s", r->text, r->loc, msg);
-    return rt_fail(CAKE_ERR_PLAN, "dims break '%s' (%s): %s", r->text, r->loc, msg);
+    int params = 0;
+    for (int j = 0; j < p->prog->nparams; j++) params |= cake_require_uses(r->expr, p->prog->params[j].name);
+    return rt_fail(CAKE_ERR_PLAN, "%s break '%s' (%s): %s", params ? "the parameters" : "dims", r->text, r->loc, msg);
   }
   return CAKE_OK;
 }

@@ -100,6 +100,9 @@ sequence T, docs N, chunk C
 
 param scale : f32 = rsqrt(K)
 param lower_bound : f32 = -5.0
+if gate == safe {
+  require lower_bound < 0             // the safe gate's log-decay lies in [lower_bound, 0]
+}
 
 in  q, k : bf16[T, H, K]
 in  v    : bf16[T, HV, V]

@@ -512,20 +512,24 @@ static const struct {
     {"'text': 'H >= 0'", "'text': ''", "requires[0]: 'text' is empty"},
     {"'loc': 'p.cake:3:9'", "'loc': 3", "requires[0]: 'loc' must be a string, not a number"},
     {"'text': 'H >= 0'", "'text': 'H %\\t2'", "requires[0]: 'text' holds a character that is not printable ASCII"},
-    {"'expr': 'H >= 0'", "'expr': 'X % 2 == 0'", "requires[0]: 'expr' is not a requirement over the program's dims: 'X' is not a dim of the program"},
-    {"'expr': 'H >= 0'", "'expr': 'H % 2'", "the expression is an integer; a requirement is a comparison"},
-    {"'expr': 'H >= 0'", "'expr': 'H %'", "'expr' is not a requirement over the program's dims: an operand is missing at the end"},
+    {"'expr': 'H >= 0'", "'expr': 'X % 2 == 0'", "requires[0]: 'expr' is not a requirement over the program's dims and parameters: unknown name 'X'"},
+    {"'expr': 'H >= 0'", "'expr': 'H % 2'", "the expression is a number; a requirement is a comparison"},
+    {"'expr': 'H >= 0'", "'expr': 'H %'", "'expr' is not a requirement over the program's dims and parameters: an operand is missing at the end"},
     {"'expr': 'H >= 0'", "'expr': 'H % 2 == 0 )'", "unexpected ')' after the expression"},
     {"'expr': 'H >= 0'", "'expr': '(H % 2 == 0'", "expected ')' at 'the end'"},
     {"'expr': 'H >= 0'", "'expr': '0 < H < 4'", "comparisons do not chain; combine them with && or ||"},
     {"'expr': 'H >= 0'", "'expr': 'H == 99999999999999999999'", "an integer does not fit in 64 bits"},
-    {"'expr': 'H >= 0'", "'expr': 'H + (H > 1) == 2'", "'+' takes integers, not a comparison's result"},
-    {"'expr': 'H >= 0'", "'expr': 'H && T'", "'&&' takes comparisons (booleans), not integers"},
-    {"'expr': 'H >= 0'", "'expr': '!H'", "'!' takes comparisons (booleans), not integers"},
+    {"'expr': 'H >= 0'", "'expr': 'H + (H > 1) == 2'", "'+' takes numbers, not a comparison's result"},
+    {"'expr': 'H >= 0'", "'expr': 'H && T'", "'&&' takes comparisons (booleans), not numbers"},
+    {"'expr': 'H >= 0'", "'expr': '!H'", "'!' takes comparisons (booleans), not numbers"},
     {"'expr': 'H >= 0'", "'expr': 'H = 2'", "unexpected '= 2' after the expression"},
     {"'expr': 'H >= 0'", "'expr': 'H == 2 & T == 1'", "unexpected '& T == 1' after the expression"},
     {"'expr': 'H >= 0'", "'expr': 'H == 2x'", "a name cannot start with a digit"},
-    {"'expr': 'H >= 0'", "'expr': 'H == 2.5'", "unexpected '.5' after the expression"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2.'", "a decimal point needs digits after it"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2.5e'", "an exponent needs digits"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 1.0e999'", "the decimal number 1.0e999 does not fit in a double"},
+    {"'expr': 'H >= 0'", "'expr': 'H % 2.5 == 1'", "'%' takes integers, not decimal numbers or float parameters"},
+    {"'expr': 'H >= 0'", "'expr': 'H == 2.5x'", "a name cannot start with a digit"},
     /* prefer clauses of an option: each a value among the option's, a text, a location, and a
        condition over the program's dims and the device facts (SMS) */
 #define PREFER_AT "'values': ['a', 'b']}"
@@ -542,9 +546,9 @@ static const struct {
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H >\\t1', 'expr': 'H > 1', 'loc': 'p.cake:2:30'}]"),
      "option 'm' prefer[0]: 'text' holds a character that is not printable ASCII"},
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'X > 1', 'expr': 'X > SMS', 'loc': 'p.cake:2:30'}]"),
-     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: 'X' is not a dim"},
+     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: unknown name 'X'"},
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H * SMS', 'expr': 'H * SMS', 'loc': 'p.cake:2:30'}]"),
-     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: the expression is an integer"},
+     "option 'm' prefer[0]: 'expr' is not a condition over the program's dims and the device facts: the expression is a number"},
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
@@ -615,7 +619,7 @@ static void oversized_requirements_are_rejected(void **st) {
     snprintf(edit, 1300, "'expr': '%s'", expr);
     m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
     assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
-    assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' is not a requirement over the program's dims: "
+    assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' is not a requirement over the program's dims and parameters: "
                                               "nested more than 64 levels deep"));
     free(m);
   }
@@ -700,6 +704,51 @@ static void compiled_requirement_is_enforced(void **st) {
   assert_string_equal(cake_last_error(), "dims break 'HV % H == 0 && HV >= H' (gva.cake:5:9): HV = 3, H = 2");
   cake_plan_set_dim(plan, "HV", 8);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* A requirement over parameters is checked with the values a plan is given
+ * (else the defaults), as the kernels get them (f32), when it is finalized. */
+static void parameter_requirement_is_enforced(void **st) {
+  static const char spec[] =
+      "program lb\n"
+      "dim T\n"
+      "const C = 16\n"
+      "sequence T, chunk C\n"
+      "param lower_bound : f32 = -5.0\n"
+      "param n : i32 = 2\n"
+      "require lower_bound < 0 && lower_bound >= -1.0e3 && n * lower_bound != -8.5\n"
+      "in  x : f32[T, 16]\n"
+      "out y : f32[T, 16]\n"
+      "kernel k over (c in chunks) {\n"
+      "  store y[c, :] = load x[c, :] * lower_bound\n"
+      "}\n"
+      "entry fwd = k\n";
+  char dir[700];
+  assert_int_equal(compile_spec_text(spec, "specs/lb.cake", "lb-pkg", dir, sizeof dir), 0);
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "lb", &p), CAKE_OK);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  cake_plan_set_dim(plan, "T", 64);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK); /* the defaults hold */
+  assert_int_equal(cake_plan_set_param(plan, "lower_bound", 0.5), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
+  assert_string_equal(cake_last_error(), "the parameters break 'lower_bound < 0 && lower_bound >= -1.0e3 && n * "
+                                         "lower_bound != -8.5' (lb.cake:7:9): lower_bound = 0.5, n = 2");
+  size_t ws;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_ERR_PLAN); /* not finalized */
+  assert_int_equal(cake_plan_set_param(plan, "lower_bound", -4.25), CAKE_OK);
+  assert_int_equal(cake_plan_set_param(plan, "n", 2), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN); /* 2 * -4.25 == -8.5 */
+  assert_non_null(strstr(cake_last_error(), "lower_bound = -4.25, n = 2"));
+  assert_int_equal(cake_plan_set_param(plan, "n", 3), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+  assert_int_equal(cake_plan_set_param(plan, "lower_bound", -2000), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
   cake_plan_free(plan);
   cake_package_free(pkg);
 }
@@ -1349,6 +1398,7 @@ int main(void) {
       cmocka_unit_test(synthetic_package_loads_and_plans), cmocka_unit_test(manifest_values_are_validated),
       cmocka_unit_test(oversized_requirements_are_rejected), cmocka_unit_test(requirements_are_checked_at_finalize),
       cmocka_unit_test(compiled_requirement_is_enforced),
+      cmocka_unit_test(parameter_requirement_is_enforced),
       cmocka_unit_test(options_are_chosen_from_the_problem), cmocka_unit_test(compiled_prefer_chooses),
       cmocka_unit_test(duplicate_programs_are_rejected), cmocka_unit_test(audit_manifests),
       cmocka_unit_test(missing_file_names_its_cause), cmocka_unit_test(files_stay_inside_the_package),
