@@ -184,8 +184,9 @@ static void gva_heads_must_divide(void **st) {
   CirOptionSet set = {{"gate"}, {"safe"}, 1};
   CirProgram *p = cake_sema(&g_arena, &g_diag, g_ast, &set);
   assert_non_null(p);
-  assert_int_equal(p->nrequires, 1);
+  assert_int_equal(p->nrequires, 2); /* and the safe gate's lower_bound < 0 */
   assert_string_equal(p->requires[0].text, "HV % H == 0");
+  assert_string_equal(p->requires[1].text, "lower_bound < 0");
   long long dims[8] = {0};
   long long cu[2] = {0, 64};
   set_dims(p, dims, 64, 1, 2, 3, 1);
@@ -200,6 +201,17 @@ static void gva_heads_must_divide(void **st) {
   set_dims(p, dims, 64, 1, 0, 3, 1); /* a remainder by zero: false, with the reason */
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), -1);
   assert_non_null(strstr(err, ": HV = 3, H = 0 (a remainder by zero)"));
+  /* a positive lower_bound breaks the safe gate's requirement, before anything runs */
+  set_dims(p, dims, 64, 1, 2, 4, 1);
+  double params[8];
+  for (int i = 0; i < 8; i++) params[i] = NAN;
+  assert_true(p->nparams <= 8);
+  for (int i = 0; i < p->nparams; i++)
+    if (!strcmp(p->params[i]->name, "lower_bound")) params[p->params[i]->index] = 0.5;
+  args.params = params;
+  assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), -1);
+  snprintf(want, sizeof want, "the parameters break 'lower_bound < 0' (%s): lower_bound = 0.5", p->requires[1].where);
+  assert_string_equal(err, want);
 }
 
 int main(void) {
