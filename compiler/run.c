@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ typedef struct Run {
   uint64_t seed;
   long long max_mib;
   long long device_sms; /* --device-sms; 0: $CAKE_DEVICE_SMS or RUN_DEFAULT_SMS */
-  int temps, write_inputs, exact;
+  int temps, write_inputs, exact, no_random;
   /* state */
   Arena arena;
   Diag diag;
@@ -91,6 +92,7 @@ static void run_usage(FILE *f) {
           "  --write-inputs       also write the inputs the entry reads (random or not), to check\n"
           "                       them against a reference\n"
           "  --max-memory MIB     refuse to run when the tensors need more (default %d)\n"
+          "  --no-random          an input the entry reads must be given (no random inputs)\n"
           "  --exact              no rounding to bf16, f16 or f32 anywhere (inputs, stores, `as`):\n"
           "                       the program's math in double precision, float outputs written\n"
           "                       as <f8 (for finite-difference checks of gradients)\n"
@@ -177,6 +179,8 @@ static int parse_args(Run *r, int argc, char **argv) {
       r->write_inputs = 1;
     } else if (!strcmp(a, "--exact")) {
       r->exact = 1;
+    } else if (!strcmp(a, "--no-random")) {
+      r->no_random = 1;
     } else if (opt_value(argc, argv, &i, "--entry", &v)) {
       if (!v || !*v) return fail("--entry expects the name of an entry");
       r->entry_name = v;
@@ -367,6 +371,9 @@ static int bind_tensor_args(Run *r) {
     TensorRun *x = &r->ts[i];
     if (!x->file && x->t->optional && is_input(x)) x->absent = 1;
     x->random = !x->absent && !x->file && x->reads && is_input(x);
+    if (x->random && r->no_random)
+      return fail("input '%s' of entry '%s' is not given (--no-random): give --in %s=FILE.npy", x->t->name,
+                  r->entry->name, x->t->name);
   }
   return 0;
 }
@@ -580,8 +587,9 @@ static int bind_params(Run *r) {
     } else {
       char *end;
       double v = strtod(a->value, &end);
-      if (*end || end == a->value || !isfinite(v))
-        return fail("--param %s: '%s' is f32: the value must be a finite number", a->arg, a->name);
+      if (*end || end == a->value || !isfinite(v) || fabs(v) > FLT_MAX) /* as cake_plan_set_param */
+        return fail("--param %s: '%s' is f32: the value must be a finite number within the f32 range", a->arg,
+                    a->name);
       r->params[k] = v;
     }
   }

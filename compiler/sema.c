@@ -7,6 +7,8 @@
  * statement or declaration would have defined (an `if` whose condition is
  * wrong, a bad grid axis, a constant that does not evaluate) become poison
  * too, so later uses of them are silent. */
+#include <locale.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -488,7 +490,11 @@ static int req_type(Sema *s, const Expr *e) {
   switch (e->kind) {
     case E_INT: return 0;
     case E_FLOAT:
-      if (!s->in_prefer) return 2; /* a requirement may compare parameters with decimal numbers */
+      if (!s->in_prefer && isfinite(e->fval)) return 2; /* a requirement may compare parameters with decimals */
+      if (!s->in_prefer) {
+        ERR(e->loc, "%s is not a finite number", e->text);
+        return -1;
+      }
       ERR(e->loc, "%s computes with integers; %s is not one", noun, e->text);
       return -1;
     case E_NAME: {
@@ -511,7 +517,11 @@ static int req_type(Sema *s, const Expr *e) {
       }
       if (y->kind == SYM_DIM) return 0;
       if (y->kind == SYM_CONST && y->value.is_int) return 0;
-      if (!s->in_prefer && y->kind == SYM_CONST) return 2;
+      if (!s->in_prefer && y->kind == SYM_CONST && isfinite(y->value.f)) return 2;
+      if (!s->in_prefer && y->kind == SYM_CONST) {
+        ERR(e->loc, "constant '%s' is not a finite number (%g)", e->name, y->value.f);
+        return -1;
+      }
       if (!s->in_prefer && y->kind == SYM_PARAM) return ((const CirParam *)y->ptr)->dtype == DT_I32 ? 0 : 2;
       if (y->kind == SYM_CONST) ERR(e->loc, "%s computes with integers; constant '%s' is not one", noun, e->name);
       else if (y->kind == SYM_OPTION && s->in_prefer)
@@ -575,7 +585,12 @@ static int declared_outside_if(const Program *ast, const char *name) {
  * gives it back exactly. */
 static void req_float(Buf *o, double f) {
   char num[96];
-  snprintf(num, sizeof num, "%.17g", f < 0 ? -f : f);
+  int neg = signbit(f);
+  snprintf(num, sizeof num, "%.17g", neg ? -f : f);
+  const char *dp = localeconv()->decimal_point; /* whatever the host process's locale: '.' */
+  if (dp && dp[0] && dp[0] != '.' && !dp[1])
+    for (char *q = num; *q; q++)
+      if (*q == dp[0]) *q = '.';
   char *e = strchr(num, 'e');
   if (!strchr(num, '.')) { /* 5 -> 5.0, 1e+20 -> 1.0e+20 */
     char tail[16]; /* the exponent: e+308 at most */
@@ -583,7 +598,7 @@ static void req_float(Buf *o, double f) {
     if (e) *e = 0;
     snprintf(num + strlen(num), sizeof num - strlen(num), ".0%s", tail);
   }
-  buf_printf(o, f < 0 ? "(-%s)" : "%s", num);
+  buf_printf(o, neg ? "(-%s)" : "%s", num);
 }
 
 /* Prints a checked requirement with the parentheses its precedence needs:
@@ -2163,8 +2178,8 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
             poison_name(s, &d->name);
             break;
           }
-          if (!isfinite(cnum(v))) { /* the manifest records it as a JSON number */
-            ERR(d->value->loc, "the default of a parameter must be a finite number");
+          if (!isfinite(cnum(v)) || (d->dtype == DT_F32 && fabs(cnum(v)) > FLT_MAX)) { /* as the loader checks */
+            ERR(d->value->loc, "the default of a parameter must be a finite number (within the f32 range for f32)");
             poison_name(s, &d->name);
             break;
           }

@@ -3,6 +3,7 @@
  * a short-circuited `&&` / `||` is parsed (checked) but not evaluated. */
 #include "cake_require.h"
 
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -146,8 +147,18 @@ static RVal primary(RParser *P, int ev) {
       }
       memcpy(num, P->s + start, e - start);
       num[e - start] = 0;
+      /* strtod reads the locale's decimal point: the host process's locale must not change the value */
+      const char *dp = localeconv()->decimal_point;
+      if (dp && dp[0] && dp[0] != '.' && !dp[1])
+        for (char *q = num; *q; q++)
+          if (*q == '.') *q = dp[0];
+      char *stop = NULL;
       r.is_float = 1;
-      r.f = strtod(num, NULL);
+      r.f = strtod(num, &stop);
+      if (!stop || *stop) {
+        bad(P, "the decimal number %.*s cannot be read in this locale", (int)(e - start), P->s + start);
+        return r;
+      }
       if (!isfinite(r.f)) {
         bad(P, "the decimal number %s does not fit in a double", num);
         return r;

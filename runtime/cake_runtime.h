@@ -176,15 +176,20 @@ cake_status cake_plan_set_dim(cake_plan *plan, const char *name, int64_t value);
  * and value; the last offset is compared with T by cake_plan_finalize. */
 cake_status cake_plan_set_docs(cake_plan *plan, const int32_t *cu_seqlens, int64_t ndocs);
 /* The value must fit the parameter's type: an integer in [-2^31, 2^31) for
- * i32, a finite f32 value for f32. */
+ * i32, a finite f32 value for f32. Like set_dim and set_docs, it leaves the
+ * plan unfinalized: the spec's requirements over parameters are checked by
+ * the next cake_plan_finalize. */
 cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value);
 /* Computes the chunk tables and the layout, every size with overflow
  * checks (CAKE_ERR_PLAN naming the tensor and its dims). First it checks
- * the spec's relations between dims (`require` in the spec, "requires" in
- * the manifest), with the documents counted: the first one broken is
+ * the spec's requirements (`require` in the spec, "requires" in the
+ * manifest) over the dims, with the documents counted, and the parameters
+ * (set, else their defaults; f32 ones as f32): the first one broken is
  * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (attn.cake:9:9): HV = 3,
- * H = 2" (a division or remainder by zero in it makes it false: "...,
- * H = 0 (a remainder by zero)"). */
+ * H = 2" or "the parameters break 'lower_bound < 0' (kda_fwd.cake:48:11):
+ * lower_bound = 0.5" (a division or remainder by zero in it makes it false:
+ * "..., H = 0 (a remainder by zero)"). Finalizing again also makes the next
+ * launch write the chunk tables again (see cake_launch). */
 cake_status cake_plan_finalize(cake_plan *plan);
 cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
 int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
@@ -205,7 +210,12 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
  * must hold cake_plan_workspace_bytes() bytes and be 256-byte aligned (the
  * same for `saved`; cuMemAlloc's pointers are).
  * The runtime writes its chunk tables into the workspace with a stream-
- * ordered copy before the first stage. */
+ * ordered copy before the first stage of the first launch of the plan on
+ * that workspace address; later launches on the same address reuse them
+ * (so that launches can be captured in a CUDA graph). If that memory is
+ * used for anything else between launches (an allocator that hands the
+ * same address out again, a shared scratch arena), call cake_plan_finalize
+ * before the next launch: it makes the launch write the tables again. */
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
                         size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
 

@@ -510,7 +510,7 @@ static cake_status get_text(Ld *L, const JNode *o, const char *key, size_t max, 
 }
 
 /* "requires" (optional): each a text and a location for messages, and an
- * expression over the program's dims that the shared evaluator accepts. */
+ * expression over the program's dims and parameters that the shared evaluator accepts. */
 static cake_status load_requires(Ld *L, const JNode *requires, cake_program *p) {
   int n = requires ? requires->n : 0;
   if (n > RT_MAX_REQUIRES) return bad(L, "%d requirements; at most %d are supported", n, RT_MAX_REQUIRES);

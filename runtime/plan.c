@@ -132,7 +132,7 @@ cake_status cake_plan_set_param(cake_plan *p, const char *name, double value) {
         return rt_fail(CAKE_ERR_ARGUMENT, "parameter '%s' is f32; %.15g is not a finite f32 value", name, value);
       p->params[i] = value;
       p->param_set[i] = 1;
-      return CAKE_OK;
+      return unfinalize(p); /* the requirements over parameters are checked again */
     }
   return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no parameter '%s'", p->prog->name, name);
 }

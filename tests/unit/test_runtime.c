@@ -736,6 +736,8 @@ static void parameter_requirement_is_enforced(void **st) {
   cake_plan_set_dim(plan, "T", 64);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK); /* the defaults hold */
   assert_int_equal(cake_plan_set_param(plan, "lower_bound", 0.5), CAKE_OK);
+  size_t bytes;
+  assert_int_equal(cake_plan_workspace_bytes(plan, &bytes), CAKE_ERR_PLAN); /* setting a param unfinalizes */
   assert_int_equal(cake_plan_finalize(plan), CAKE_ERR_PLAN);
   assert_string_equal(cake_last_error(), "the parameters break 'lower_bound < 0 && lower_bound >= -1.0e3 && n * "
                                          "lower_bound != -8.5' (lb.cake:7:9): lower_bound = 0.5, n = 2");
@@ -1131,6 +1133,7 @@ static void null_and_out_of_range_arguments(void **st) {
   assert_int_equal(cake_plan_set_param(plan, "scale", 1e39), CAKE_ERR_ARGUMENT);
   assert_int_equal(cake_plan_set_param(plan, "scale", INFINITY), CAKE_ERR_ARGUMENT);
   assert_int_equal(cake_plan_set_param(plan, "scale", 0.25), CAKE_OK);
+  assert_int_equal(cake_plan_finalize(plan), CAKE_OK); /* setting a param unfinalized it */
   /* validation */
   cake_binding b[2] = {{"x", {0x1000, CAKE_BF16, 3, {100, 2, 64}, {0}}}, {"y", {0x2000, CAKE_F32, 2, {100, 2}, {0}}}};
   assert_int_equal(cake_validate(plan, "fwd", b, 2), CAKE_OK);
