@@ -6,6 +6,8 @@
  * target dtype at every `as` conversion. All other arithmetic is exact double
  * arithmetic: the interpreter says what a program means, the GPU code
  * approximates it (fp32 accumulation, bf16 tensor-core operands).
+ * Temps hold values only within their live ranges (live.h), as in the
+ * runtime's shared workspace: outside them the interpreter poisons them.
  * Nothing is printed; errors come back as a message.
  */
 #ifndef CAKE_INTERP_H
@@ -20,6 +22,10 @@ typedef struct InterpArgs {
   long long ndocs;
   const double *params;     /* value per CirProgram param (NaN: use the default) */
   double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
+  int keep_temps;           /* 0: every temp is poisoned outside its live ranges (live.h): at the start of
+                               the entry unless pinned, and after the last stage of its range (NaN, or
+                               INT32_MIN for i32), so that a range too short shows in the results;
+                               1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
 } InterpArgs;
 
 /* 0 on success; on failure a message in err. */
