@@ -56,3 +56,32 @@ void cir_liveness_free(CirLiveness *l) {
   l->live = NULL;
   l->pinned = NULL;
 }
+
+void cir_live_dump(Buf *o, const CirProgram *p) {
+  CirLiveness lv;
+  cir_liveness(p, &lv);
+  buf_printf(o, "program %s%s%s\n", p->name, p->noptions ? " " : "", p->variant);
+  for (int e = 0; e < p->nentries; e++) {
+    buf_printf(o, "entry %s =", p->entries[e]->name);
+    for (int s = 0; s < p->entries[e]->nstages; s++)
+      buf_printf(o, "%s %d:%s", s ? "," : "", s, p->entries[e]->stages[s]->name);
+    buf_puts(o, "\n");
+  }
+  for (int t = 0; t < p->ntensors; t++) {
+    const CirTensor *ten = p->tensors[t];
+    if (ten->role != ROLE_TEMP) continue;
+    buf_printf(o, "temp %s :", ten->name);
+    int any = 0;
+    for (int e = 0; e < p->nentries; e++) {
+      CirLive l = cir_live_of(&lv, t, e);
+      if (l.first < 0) continue;
+      const CirEntry *en = p->entries[e];
+      buf_printf(o, "%s %s %d..%d (%s..%s)", any++ ? "," : "", en->name, l.first, l.last, en->stages[l.first]->name,
+                 en->stages[l.last]->name);
+    }
+    if (!any) buf_puts(o, " no entry");
+    if (lv.pinned[t]) buf_puts(o, "; pinned (read before written)");
+    buf_puts(o, "\n");
+  }
+  cir_liveness_free(&lv);
+}

@@ -30,6 +30,9 @@ typedef struct CirLiveness {
  * with cir_liveness_free). */
 void cir_liveness(const CirProgram *p, CirLiveness *out);
 void cir_liveness_free(CirLiveness *l);
+/* The text form (cakec --emit=live): each entry's stages, then per temp
+ * its range in each entry that touches it, or `pinned`. */
+void cir_live_dump(Buf *out, const CirProgram *p);
 /* The range of tensor t in entry e. */
 static inline CirLive cir_live_of(const CirLiveness *l, int t, int e) { return l->live[t * l->nentries + e]; }
 
