@@ -661,8 +661,8 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
     }
   /* A temp holds a value only within its live ranges: the runtime may give
    * its bytes to another temp outside them. So it is poisoned at the start of
-   * the entry (unless pinned: it then keeps its value across entries) and
-   * after the last stage of its range here. */
+   * the entry (unless pinned: it then keeps its value across entries), before
+   * the first stage of its range and after the last one. */
   CirLiveness lv;
   cir_liveness(p, &lv);
   int ei = 0;
@@ -671,6 +671,10 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
   for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
     if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t]) poison(&I, t);
   for (int s = 0; s < en->nstages && !I.failed; s++) {
+    /* and again where its range starts: what a stage before it stored (a
+     * range that starts too late) is lost */
+    for (int t = 0; t < p->ntensors && !args->keep_temps && s > 0; t++)
+      if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).first == s) poison(&I, t);
     run_kernel(&I, en->stages[s]);
     for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
       if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).last == s) poison(&I, t);

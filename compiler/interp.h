@@ -22,9 +22,10 @@ typedef struct InterpArgs {
   long long ndocs;
   const double *params;     /* value per CirProgram param (NaN: use the default) */
   double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
-  int keep_temps;           /* 0: every temp is poisoned outside its live ranges (live.h): at the start of
-                               the entry unless pinned, and after the last stage of its range (NaN, or
-                               INT32_MIN for i32), so that a range too short shows in the results;
+  int keep_temps;           /* 0: every temp but the pinned is poisoned outside its live ranges (live.h):
+                               at the start of the entry, before the first stage of its range and after the
+                               last (NaN, or INT32_MIN for i32), so that a range too short shows in the
+                               results;
                                1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
 } InterpArgs;
 
