@@ -15,6 +15,7 @@ typedef enum {
   EMIT_HEADER, /* typed C launchers (header.c); text, before any code generation */
   EMIT_AST,
   EMIT_CIR,
+  EMIT_LIVE,   /* the temps' live ranges (live.h); text, before any code generation */
   EMIT_MLIR,
   EMIT_LLVM,
   EMIT_PTX,

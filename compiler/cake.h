@@ -27,7 +27,7 @@ typedef struct cake_source {
 } cake_source;
 
 typedef struct cake_options {
-  const char *emit;      /* "package" (default), "header", "ast", "cir", "mlir", "llvm", "ptx", "cubin", "fatbin" */
+  const char *emit;      /* "package" (default), "header", "ast", "cir", "live", "mlir", "llvm", "ptx", "cubin", "fatbin" */
   const char *archs;     /* comma-separated targets; NULL: "sm_90a,sm_100a,sm_103a,sm_107a" */
   const char *output;    /* directory for package, cubin and fatbin; unused for text */
   int max_errors;        /* 0: 20 */

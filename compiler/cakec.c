@@ -12,7 +12,7 @@ static void usage(FILE *f) {
           "usage: cakec [options] SPEC.cake...\n"
           "       cakec run SPEC.cake [--entry NAME] [--dim NAME=N] [--in NAME=FILE.npy] ...\n"
           "                 run an entry on the CPU interpreter, .npy in and out (cakec run --help)\n"
-          "  --emit=KIND    header | ast | cir | mlir | llvm | ptx | cubin | fatbin | package (default: package);\n"
+          "  --emit=KIND    header | ast | cir | live | mlir | llvm | ptx | cubin | fatbin | package (default: package);\n"
           "                 header: typed C launchers for each program (a header-only C file)\n"
           "  --arch=LIST    comma-separated targets (default: %s)\n"
           "  -o PATH        output directory (package, cubin, fatbin) or file (text forms; default stdout)\n"
@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
     free(srcs);
     return 2;
   }
-  int text_emit = opt.emit && (!strcmp(opt.emit, "header") || !strcmp(opt.emit, "ast") || !strcmp(opt.emit, "cir") || !strcmp(opt.emit, "mlir") ||
+  int text_emit = opt.emit && (!strcmp(opt.emit, "header") || !strcmp(opt.emit, "ast") || !strcmp(opt.emit, "cir") || !strcmp(opt.emit, "live") || !strcmp(opt.emit, "mlir") ||
                                !strcmp(opt.emit, "llvm") || !strcmp(opt.emit, "ptx"));
   if (!text_emit) opt.output = out;
   cake_result *r;

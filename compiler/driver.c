@@ -38,6 +38,7 @@
 #include "cir.h"
 #include "codegen.h"
 #include "header.h"
+#include "live.h"
 
 #define CAKE_VERSION "0.1.0"
 #define CAKE_CODEGEN_OPTIONS "O3 ptx88 mma.sync.m16n8k16 threads-per-kernel"
@@ -176,7 +177,7 @@ typedef struct Compilation {
 
 static int parse_emit(const char *s, EmitKind *out) {
   static const struct { const char *name; EmitKind k; } kinds[] = {
-      {"header", EMIT_HEADER}, {"ast", EMIT_AST}, {"cir", EMIT_CIR}, {"mlir", EMIT_MLIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
+      {"header", EMIT_HEADER}, {"ast", EMIT_AST}, {"cir", EMIT_CIR}, {"live", EMIT_LIVE}, {"mlir", EMIT_MLIR}, {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX},
       {"cubin", EMIT_CUBIN}, {"fatbin", EMIT_FATBIN}, {"package", EMIT_PACKAGE},
   };
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
@@ -433,6 +434,8 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddItemToArray(rq, j);
   }
   cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+  CirLiveness lv;
+  cir_liveness(p, &lv);
   for (int i = 0; i < p->ntensors; i++) {
     const CirTensor *t = p->tensors[i];
     cJSON *j = cJSON_CreateObject();
@@ -441,8 +444,25 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddStringToObject(j, "dtype", dtype_name(t->dtype));
     cJSON_AddItemToObject(j, "shape", shape_json(p, t));
     cJSON_AddBoolToObject(j, "optional", t->optional);
+    if (t->role == ROLE_TEMP) {
+      /* where the workspace must hold it: per entry that touches it, the
+       * positions of the first and last stage that do; pinned when an entry
+       * reads it before writing it (it then shares bytes with nothing) */
+      cJSON *live = cJSON_AddArrayToObject(j, "live");
+      for (int e = 0; e < p->nentries; e++) {
+        CirLive l = cir_live_of(&lv, i, e);
+        if (l.first < 0) continue;
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "entry", p->entries[e]->name);
+        cJSON_AddNumberToObject(r, "first", l.first);
+        cJSON_AddNumberToObject(r, "last", l.last);
+        cJSON_AddItemToArray(live, r);
+      }
+      cJSON_AddBoolToObject(j, "pinned", lv.pinned[i]);
+    }
     cJSON_AddItemToArray(ts, j);
   }
+  cir_liveness_free(&lv);
   cJSON *ps = cJSON_AddArrayToObject(o, "params");
   for (int i = 0; i < p->nparams; i++) {
     const CirParam *pa = p->params[i];
@@ -675,7 +695,7 @@ static int cmp_path(const void *a, const void *b) {
 static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
-  cJSON_AddNumberToObject(m, "schema_version", 1);
+  cJSON_AddNumberToObject(m, "schema_version", 2);
   cJSON_AddStringToObject(m, "compiler", cake_version());
   cJSON *ts = cJSON_AddArrayToObject(m, "targets");
   for (int i = 0; i < c->narchs; i++) cJSON_AddItemToArray(ts, cJSON_CreateString(c->archs[i]));
@@ -752,6 +772,7 @@ static void expand_variants(Compilation *c, const Program *ast) {
       if (pr->noptions) buf_printf(&c->text, "// variant %s\n", pr->variant);
       cir_dump(&c->text, pr);
     }
+    if (c->emit == EMIT_LIVE) cir_live_dump(&c->text, pr);
     /* next combination: the last free option varies fastest */
     int o = nopt - 1;
     while (o >= 0) {
@@ -841,7 +862,7 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
     sort_programs(&c->progs);
     emit_headers(&c->text, (CirProgram **)c->progs.items, c->progs.len, &c->arena);
   }
-  if (c->emit <= EMIT_CIR) return rc;
+  if (c->emit <= EMIT_LIVE) return rc;
 
   c->be = backend_create(&c->diag, opt->cuda_root);
   if (!c->be) return 2;

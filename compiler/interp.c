@@ -1,9 +1,11 @@
 /* interp.c - the CPU interpreter of CIR (see interp.h for the contract). */
 #include "interp.h"
+#include "live.h"
 
 #include "cake_require.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -626,6 +628,16 @@ static int check_requires(const CirProgram *p, const long long *dims, const Inte
   return 0;
 }
 
+/* Fills temp `t` with a value no stage should read: NaN, or INT32_MIN for i32. */
+static void poison(Interp *I, int t) {
+  const CirTensor *ten = I->p->tensors[t];
+  double *x = I->args->tensors[t];
+  if (!x) return;
+  double v = ten->dtype == DT_I32 ? (double)INT32_MIN : NAN;
+  long long n = cake_interp_numel(I->p, ten, I->dims);
+  for (long long i = 0; i < n; i++) x[i] = v;
+}
+
 int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen) {
   Interp I = {0};
   I.p = p;
@@ -669,7 +681,27 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
       snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);
       I.failed = 1;
     }
-  for (int s = 0; s < en->nstages && !I.failed; s++) run_kernel(&I, en->stages[s]);
+  /* A temp holds a value only within its live ranges: the runtime may give
+   * its bytes to another temp outside them. So it is poisoned at the start of
+   * the entry (unless pinned: it then keeps its value across entries), before
+   * the first stage of its range and after the last one. */
+  CirLiveness lv;
+  cir_liveness(p, &lv);
+  int ei = 0;
+  for (int i = 0; i < p->nentries; i++)
+    if (p->entries[i] == en) ei = i;
+  for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
+    if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t]) poison(&I, t);
+  for (int s = 0; s < en->nstages && !I.failed; s++) {
+    /* and again where its range starts: what a stage before it stored (a
+     * range that starts too late) is lost */
+    for (int t = 0; t < p->ntensors && !args->keep_temps && s > 0; t++)
+      if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).first == s) poison(&I, t);
+    run_kernel(&I, en->stages[s]);
+    for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
+      if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).last == s) poison(&I, t);
+  }
+  cir_liveness_free(&lv);
   free(I.dims);
   free(I.doc_first);
   free(I.chunks);

@@ -7,6 +7,8 @@
  * dtypes are not rounded at all, and i32 / bool conversions still are). All
  * other arithmetic is exact double arithmetic: the interpreter says what a program means, the GPU code
  * approximates it (fp32 accumulation, bf16 tensor-core operands).
+ * Temps hold values only within their live ranges (live.h), as in the
+ * runtime's shared workspace: outside them the interpreter poisons them.
  * Nothing is printed; errors come back as a message.
  */
 #ifndef CAKE_INTERP_H
@@ -23,6 +25,11 @@ typedef struct InterpArgs {
   double **tensors;         /* per CirProgram tensor; NULL = absent (optional tensors only) */
   int exact;                /* nonzero: no rounding to float dtypes (bf16, f16, f32 values stay
                                doubles), for finite-difference checks of a program's gradients */
+  int keep_temps;           /* 0: every temp but the pinned is poisoned outside its live ranges (live.h):
+                               at the start of the entry, before the first stage of its range and after the
+                               last (NaN, or INT32_MIN for i32), so that a range too short shows in the
+                               results;
+                               1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
 } InterpArgs;
 
 /* 0 on success; on failure a message in err. */

@@ -664,7 +664,10 @@ static int execute(Run *r) {
   const CirProgram *p = r->p;
   double **tensors = arena_alloc(&r->arena, sizeof(double *) * (size_t)(p->ntensors + 1));
   for (int i = 0; i < p->ntensors; i++) tensors[i] = r->ts[i].data;
-  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors, r->exact};
+  /* --temps writes the temps as the entry left them; otherwise each is
+   * poisoned outside its live ranges, as the runtime's workspace sharing
+   * allows (a range too short then shows as NaN in an output) */
+  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors, r->exact, r->temps};
   char err[1024];
   if (cake_interp_run(p, r->entry->name, &args, err, sizeof err)) {
     fprintf(stderr, "cakec: error: entry '%s' of '%s' failed: %s\n", r->entry->name, p->name, err);

@@ -476,6 +476,59 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   return s;
 }
 
+/* Each temp's "live" (per entry that touches it: the positions of its first
+ * and last stage there) and "pinned"; read after the entries. Every stage
+ * that takes the temp must lie within its entry's range, so that no
+ * manifest can make the plan give one stage's two temps the same bytes. */
+static cake_status load_live(Ld *L, const JNode *tensors, cake_program *p) {
+  cake_status s = CAKE_OK;
+  for (int i = 0; i < p->ntensors && !s; i++) {
+    RtTensor *t = &p->tensors[i];
+    const JNode *tj = tensors->items[i], *live, *pinned;
+    snprintf(L->rec, sizeof L->rec, "tensor '%s'", t->name);
+    if (t->role != ROLE_TEMP_) {
+      if (json_get(tj, "live") || json_get(tj, "pinned"))
+        return bad(L, "'live' and 'pinned' are for temp tensors only");
+      continue;
+    }
+    if ((s = get(L, tj, "live", J_ARR, 1, &live)) || (s = get(L, tj, "pinned", J_BOOL, 1, &pinned))) return s;
+    if ((s = alloc_array(L, (void **)&t->live, sizeof(RtLive), p->nentries))) return s;
+    t->pinned = pinned->boolean;
+    for (int e = 0; e < p->nentries; e++) t->live[e] = (RtLive){-1, -1};
+    for (int j = 0; j < live->n; j++) {
+      const JNode *r = live->items[j];
+      const char *entry;
+      int64_t first, last;
+      snprintf(L->rec, sizeof L->rec, "tensor '%s' live[%d]", t->name, j);
+      if (r->kind != J_OBJ) return bad(L, "must be an object, not %s", kind_name(r->kind));
+      if ((s = get_str(L, r, "entry", &entry))) return s;
+      int e = rt_entry_index(p, entry);
+      if (e < 0) return bad(L, "names an unknown entry '%s'", entry);
+      if (t->live[e].first >= 0) return bad(L, "entry '%s' has a second range", entry);
+      const RtEntry *re = &p->entries[e];
+      if (re->n == 0) return bad(L, "entry '%s' has no stages", entry);
+      if ((s = get_int(L, r, "first", 0, re->n - 1, &first)) || (s = get_int(L, r, "last", 0, re->n - 1, &last)))
+        return s;
+      if (first > last) return bad(L, "'first' is %lld, after 'last' (%lld)", (long long)first, (long long)last);
+      t->live[e] = (RtLive){(int)first, (int)last};
+    }
+    snprintf(L->rec, sizeof L->rec, "tensor '%s'", t->name);
+    for (int e = 0; e < p->nentries; e++) {
+      const RtEntry *re = &p->entries[e];
+      for (int k = 0; k < re->n; k++) {
+        const RtStage *st = &p->stages[re->stages[k]];
+        int takes = 0;
+        for (int a = 0; a < st->nargs; a++) takes |= st->args[a].what == A_TENSOR && st->args[a].index == i;
+        if (takes && !(t->live[e].first >= 0 && k >= t->live[e].first && k <= t->live[e].last))
+          return bad(L, "stage '%s' (position %d of entry '%s') takes the tensor outside its live range", st->name, k,
+                     re->name);
+      }
+    }
+  }
+  L->rec[0] = 0;
+  return s;
+}
+
 static int prefer_name(void *ctx, const char *name, size_t len, cake_require_value *value);
 
 static int is_dim_name(const cake_program *p, const char *name, size_t len) {
@@ -625,7 +678,7 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   if ((s = load_options(L, options, p)) || (s = load_dims(L, dims, p)) || (s = load_prefers(L, options, p)) ||
       (s = check_variants(L, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
       (s = load_params(L, params, p)) || (s = load_requires(L, requires, p)) || /* requirements name params */
-      (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)))
+      (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)) || (s = load_live(L, tensors, p)))
     return s;
   return CAKE_OK;
 }
@@ -638,9 +691,11 @@ static cake_status load_manifest(Ld *L, int dirfd, const JNode *root) {
     return rt_fail(CAKE_ERR_PACKAGE,
                    "%s/manifest.json is not a Cake package manifest (schema \"cake.package\" expected)", L->dir);
   if ((s = get(L, root, "schema_version", J_NUM, 1, &ver))) return s;
-  if (ver->num != 1)
-    return rt_fail(CAKE_ERR_PACKAGE, "%s/manifest.json has schema version %.15g; this runtime reads version 1", L->dir,
-                   ver->num);
+  if (ver->num != RT_SCHEMA_VERSION)
+    return rt_fail(CAKE_ERR_PACKAGE,
+                   "%s/manifest.json has schema version %.15g; this runtime reads version %d (rebuild the package with "
+                   "the cakec of this release)",
+                   L->dir, ver->num, RT_SCHEMA_VERSION);
   if ((s = get(L, root, "files", J_ARR, 1, &files)) || (s = get(L, root, "programs", J_ARR, 1, &programs))) return s;
   if ((s = load_files(L, dirfd, files))) return s;
   cake_package *pkg = L->pkg;

@@ -96,7 +96,10 @@ void cake_package_free(cake_package *pkg) {
     cake_program *p = &pkg->programs[i];
     for (int j = 0; j < p->ndims; j++) rt_free(al, p->dims[j]);
     rt_free(al, p->dims);
-    for (int j = 0; j < p->ntensors; j++) rt_free(al, p->tensors[j].name);
+    for (int j = 0; j < p->ntensors; j++) {
+      rt_free(al, p->tensors[j].name);
+      rt_free(al, p->tensors[j].live);
+    }
     rt_free(al, p->tensors);
     for (int j = 0; j < p->nparams; j++) rt_free(al, p->params[j].name);
     rt_free(al, p->params);

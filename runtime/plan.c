@@ -2,6 +2,7 @@
  * workspace and saved-area layout, and tensor validation. */
 #include <float.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cake_require.h"
@@ -222,32 +223,134 @@ static int place(size_t *end, size_t bytes, size_t *offset) {
   return 0;
 }
 
+/* Whether temps a and b may hold values at the same time: either is pinned,
+ * or some entry has both live at one stage. */
+static int overlap_in_time(const cake_program *prog, const RtTensor *a, const RtTensor *b) {
+  if (a->pinned || b->pinned) return 1;
+  for (int e = 0; e < prog->nentries; e++) {
+    RtLive x = a->live[e], y = b->live[e];
+    if (x.first >= 0 && y.first >= 0 && x.first <= y.last && y.first <= x.last) return 1;
+  }
+  return 0;
+}
+
+/* A temp being placed: its tensor, its bytes rounded up to ITEM_ALIGN, how
+ * many stages it is live for (over all entries; pinned: all of them), its
+ * offset. */
+typedef struct Slot {
+  int tensor;
+  size_t bytes, span;
+  long stages;
+  size_t offset;
+} Slot;
+
+static long live_stages(const cake_program *prog, const RtTensor *t) {
+  long n = 0;
+  for (int e = 0; e < prog->nentries; e++)
+    n += t->pinned ? prog->entries[e].n : t->live[e].first >= 0 ? t->live[e].last - t->live[e].first + 1 : 0;
+  return n;
+}
+
+/* Larger first; of equal size, the one live longer first (it constrains
+ * more; the short-lived then fill the gaps around it); then by tensor index:
+ * a total order, so the layout is a function of the manifest and the dims
+ * alone. */
+static int by_size(const void *a, const void *b) {
+  const Slot *x = a, *y = b;
+  if (x->span != y->span) return x->span > y->span ? -1 : 1;
+  if (x->stages != y->stages) return x->stages > y->stages ? -1 : 1;
+  return (x->tensor > y->tensor) - (x->tensor < y->tensor);
+}
+
+static int by_offset(const void *a, const void *b) {
+  const Slot *x = *(const Slot *const *)a, *y = *(const Slot *const *)b;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  return (x->tensor > y->tensor) - (x->tensor < y->tensor);
+}
+
+/* The temps, from offset `base` on: each, in by_size order, at the lowest
+ * offset that overlaps no placed temp live at the same time as it (first
+ * fit over the gaps between those, in offset order). *end: the end of the
+ * highest one (a multiple of ITEM_ALIGN). */
+static cake_status place_temps(cake_plan *p, Slot *slots, int n, size_t base, size_t *end) {
+  const cake_program *prog = p->prog;
+  Slot **busy = rt_alloc(&p->al, sizeof(Slot *) * (size_t)(n + 1));
+  if (!busy) return CAKE_ERR_MEMORY;
+  qsort(slots, (size_t)n, sizeof *slots, by_size);
+  *end = base;
+  for (int i = 0; i < n; i++) {
+    Slot *s = &slots[i];
+    const RtTensor *t = &prog->tensors[s->tensor];
+    int nb = 0;
+    for (int j = 0; j < i; j++)
+      if (overlap_in_time(prog, t, &prog->tensors[slots[j].tensor])) busy[nb++] = &slots[j];
+    qsort(busy, (size_t)nb, sizeof *busy, by_offset);
+    size_t at = base, e; /* every placed offset and span is a multiple of ITEM_ALIGN, and so is `at` */
+    for (int j = 0; j < nb; j++) {
+      if (__builtin_add_overflow(at, s->span, &e)) break;
+      if (e <= busy[j]->offset) break; /* fits in the gap before busy[j] */
+      size_t bend = busy[j]->offset + busy[j]->span; /* placed: it did not overflow */
+      if (bend > at) at = bend;
+    }
+    if (__builtin_add_overflow(at, s->span, &e)) {
+      char shape[256];
+      rt_free(&p->al, busy);
+      return rt_fail(CAKE_ERR_PLAN, "the workspace passes 2^64 bytes at tensor '%s' [%s] (%zu bytes)", t->name,
+                     shape_text(p, t, shape, sizeof shape), s->bytes);
+    }
+    s->offset = at;
+    if (e > *end) *end = e;
+  }
+  rt_free(&p->al, busy);
+  return CAKE_OK;
+}
+
 /* The layout: the tables, then the temp tensors in the workspace; the save
- * tensors in the saved area. Every tensor's size is checked here (inputs and
- * outputs too), so validation and launches compute with sizes that fit. */
+ * tensors in the saved area, one after another. Temps that no entry needs
+ * at the same time share bytes (place_temps): the workspace is the peak of
+ * what the entries need at once, not the sum. Every tensor's size is
+ * checked here (inputs and outputs too), so validation and launches compute
+ * with sizes that fit. */
 static cake_status layout(cake_plan *p) {
   const cake_program *prog = p->prog;
   p->items = rt_alloc(&p->al, sizeof(RtItem) * (size_t)(prog->ntensors + 2));
-  if (!p->items) return CAKE_ERR_MEMORY;
+  Slot *slots = rt_alloc(&p->al, sizeof(Slot) * (size_t)(prog->ntensors + 1));
+  if (!p->items || !slots) {
+    rt_free(&p->al, slots);
+    return CAKE_ERR_MEMORY;
+  }
   size_t ws = 0, sv = 0, off; /* the tables are at most 2^35 bytes: they cannot overflow */
   if (p->chunk_table && uses_tables(prog, A_CHUNK_TABLE) && !place(&ws, (size_t)p->nchunks * 16, &off))
     p->items[p->nitems++] = (RtItem){"chunk_table", 0, off, (size_t)p->nchunks * 16, -1};
   if (p->doc_table && uses_tables(prog, A_DOC_TABLE) && !place(&ws, (size_t)(p->ndocs + 1) * 4, &off))
     p->items[p->nitems++] = (RtItem){"doc_table", 0, off, (size_t)(p->ndocs + 1) * 4, -1};
-  for (int i = 0; i < prog->ntensors; i++) {
+  int nslots = 0;
+  cake_status s = CAKE_OK;
+  for (int i = 0; i < prog->ntensors && !s; i++) {
     const RtTensor *t = &prog->tensors[i];
-    size_t bytes = 0;
-    cake_status s = tensor_bytes(p, t, &bytes);
-    if (s) return s;
-    if (t->role != ROLE_TEMP_ && t->role != ROLE_SAVE_) continue;
-    const char *area = t->role == ROLE_TEMP_ ? "workspace" : "saved area";
-    if (place(t->role == ROLE_TEMP_ ? &ws : &sv, bytes, &off)) {
+    size_t bytes = 0, span;
+    if ((s = tensor_bytes(p, t, &bytes))) break;
+    if (t->role == ROLE_TEMP_) {
       char shape[256];
-      return rt_fail(CAKE_ERR_PLAN, "the %s passes 2^64 bytes at tensor '%s' [%s] (%zu bytes)", area, t->name,
-                     shape_text(p, t, shape, sizeof shape), bytes);
+      if (__builtin_add_overflow(bytes, (size_t)ITEM_ALIGN - 1, &span))
+        s = rt_fail(CAKE_ERR_PLAN, "the workspace passes 2^64 bytes at tensor '%s' [%s] (%zu bytes)", t->name,
+                    shape_text(p, t, shape, sizeof shape), bytes);
+      else
+        slots[nslots++] = (Slot){i, bytes, span / ITEM_ALIGN * ITEM_ALIGN, live_stages(prog, t), 0};
+    } else if (t->role == ROLE_SAVE_) {
+      char shape[256];
+      if (place(&sv, bytes, &off))
+        s = rt_fail(CAKE_ERR_PLAN, "the saved area passes 2^64 bytes at tensor '%s' [%s] (%zu bytes)", t->name,
+                    shape_text(p, t, shape, sizeof shape), bytes);
+      else
+        p->items[p->nitems++] = (RtItem){t->name, 1, off, bytes, i};
     }
-    p->items[p->nitems++] = (RtItem){t->name, t->role == ROLE_SAVE_, off, bytes, i};
   }
+  if (!s) s = place_temps(p, slots, nslots, ws, &ws);
+  for (int j = 0; j < nslots && !s; j++) /* the temps' items, largest first */
+    p->items[p->nitems++] = (RtItem){prog->tensors[slots[j].tensor].name, 0, slots[j].offset, slots[j].bytes, slots[j].tensor};
+  rt_free(&p->al, slots);
+  if (s) return s;
   p->workspace_bytes = ws;
   p->saved_bytes = sv;
   return CAKE_OK;

@@ -73,6 +73,7 @@ enum {
   RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
   RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
   RT_MAX_PREFERS = 16,             /* prefer clauses per option (the compiler's CAKE_MAX_PREFERS) */
+  RT_SCHEMA_VERSION = 2,           /* the manifest schema this runtime reads (2: temps' live ranges) */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
 #define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
@@ -84,6 +85,12 @@ typedef struct RtExtent {
 
 typedef enum { ROLE_IN_, ROLE_OUT_, ROLE_TEMP_, ROLE_SAVE_ } RtRole;
 
+/* Where an entry needs a temp's bytes: its stages at positions first..last
+ * (inclusive); first = -1 when the entry does not touch the temp. */
+typedef struct RtLive {
+  int first, last;
+} RtLive;
+
 typedef struct RtTensor {
   char *name;
   RtRole role;
@@ -91,6 +98,10 @@ typedef struct RtTensor {
   int rank;
   RtExtent shape[CAKE_MAX_RANK];
   int optional;
+  /* temps only: the live range per entry ([nentries]) and whether it is
+   * pinned (an entry reads it before writing it: it shares no bytes) */
+  RtLive *live;
+  int pinned;
 } RtTensor;
 
 typedef struct RtParam {

@@ -118,7 +118,7 @@ static void run_case(const Case *cs) {
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->role == ROLE_TEMP)
       temps[nt++] = tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], tdims), 8);
-  InterpArgs args = {dims, cs->cu, N, params, tensors, 0};
+  InterpArgs args = {dims, cs->cu, N, params, tensors, 0, 0};
   char err[512];
   int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
   if (rc) fprintf(stderr, "interp: %s\n", err);

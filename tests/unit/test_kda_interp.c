@@ -122,7 +122,7 @@ static void run_case(const Case *cs) {
   int nt = 0;
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->role == ROLE_TEMP) temps[nt++] = tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], dims), 8);
-  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0};
+  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0};
   char err[512];
   int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
   if (rc) fprintf(stderr, "interp: %s\n", err);
@@ -191,7 +191,7 @@ static void gva_heads_must_divide(void **st) {
   long long cu[2] = {0, 64};
   set_dims(p, dims, 64, 1, 2, 3, 1);
   double *tensors[32] = {0};
-  InterpArgs args = {dims, cu, 1, NULL, tensors, 0};
+  InterpArgs args = {dims, cu, 1, NULL, tensors, 0, 0};
   char err[512];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), -1);
   char want[256];

@@ -21,7 +21,17 @@
 #include "kda_fwd.h"
 #include "kda_train.h"
 #include "opts.h"
-#include "rt.h" /* plan->prog: which variant a plan took */
+#include "rt.h" /* plan->prog: which variant a plan took; the temps' live ranges */
+
+/* The workspace bytes of the KDA plans below, as README.md gives them:
+ * kda_train 4,624 B per token and value head (ckpt) or 3,600 (states, with
+ * 1,024 saved), kda_fwd 1,160, and the tables */
+#define WS_CKPT_SINGLE ((size_t)2424316160)
+#define WS_CKPT_PACKED ((size_t)4850745856)
+#define WS_STATES_SINGLE ((size_t)1887445248)
+#define WS_STATES_PACKED ((size_t)3775955456)
+#define WS_FWD_SINGLE ((size_t)608182528)
+#define WS_FWD_PACKED ((size_t)1216373248)
 
 static char g_dir[500];
 
@@ -46,7 +56,9 @@ static int setup(void **st) {
          compile(CAKE_SOURCE_DIR "/tests/lit/diag/options.cake", NULL, "opts") ||
          compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true", "kda") ||
          compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=states",
-                 "kda_train");
+                 "kda_train") ||
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt",
+                 "kda_train_ckpt");
 }
 
 static int teardown(void **st) {
@@ -347,6 +359,131 @@ static void kda_train_binds_both_entries_from_one_struct(void **st) {
   cake_package_free(pkg);
 }
 
+/* ---- the workspace: temps share bytes when no entry needs them at once ---- */
+
+/* Whether temps a and b of `prog` may hold values at the same time (as the
+ * plan decides it, written again here from the manifest's ranges). */
+static int live_together(const cake_program *prog, const RtTensor *a, const RtTensor *b) {
+  if (a->pinned || b->pinned) return 1;
+  for (int e = 0; e < prog->nentries; e++)
+    if (a->live[e].first >= 0 && b->live[e].first >= 0 && a->live[e].first <= b->live[e].last &&
+        b->live[e].first <= a->live[e].last)
+      return 1;
+  return 0;
+}
+
+typedef struct Layout {
+  size_t ws, offset[RT_MAX_TENSORS], bytes[RT_MAX_TENSORS], table_end, sum, peak;
+} Layout;
+
+/* The plan's layout, checked: every item inside the workspace and aligned,
+ * the tables first and apart, no two temps that are live together on common
+ * bytes. `peak`: the most bytes the temps of one stage of one entry take
+ * (a lower bound of any layout); `sum`: all temps, one after another. */
+static void check_layout(const cake_plan *plan, Layout *L) {
+  const cake_program *prog = plan->prog;
+  memset(L, 0, sizeof *L);
+  assert_int_equal(cake_plan_workspace_bytes(plan, &L->ws), CAKE_OK);
+  assert_int_equal(L->ws % 256, 0);
+  const char *tables[] = {"chunk_table", "doc_table"};
+  for (int i = 0; i < 2; i++) {
+    size_t off, n;
+    if (cake_plan_item(plan, tables[i], &off, &n) != CAKE_OK) continue;
+    assert_int_equal(off, L->table_end); /* the tables: first, one after another */
+    L->table_end = (off + n + 255) / 256 * 256;
+  }
+  for (int i = 0; i < prog->ntensors; i++) {
+    const RtTensor *t = &prog->tensors[i];
+    if (t->role != ROLE_TEMP_) continue;
+    assert_int_equal(cake_plan_item(plan, t->name, &L->offset[i], &L->bytes[i]), CAKE_OK);
+    assert_int_equal(L->offset[i] % 256, 0);
+    assert_true(L->offset[i] >= L->table_end);
+    assert_true(L->offset[i] + L->bytes[i] <= L->ws);
+    L->sum += (L->bytes[i] + 255) / 256 * 256;
+    for (int j = 0; j < i; j++) {
+      const RtTensor *u = &prog->tensors[j];
+      if (u->role != ROLE_TEMP_ || !live_together(prog, t, u)) continue;
+      if (L->offset[i] < L->offset[j] + L->bytes[j] && L->offset[j] < L->offset[i] + L->bytes[i])
+        fail_msg("%s: temps '%s' [%zu, +%zu) and '%s' [%zu, +%zu) are live together but share bytes", prog->variant,
+                 t->name, L->offset[i], L->bytes[i], u->name, L->offset[j], L->bytes[j]);
+    }
+  }
+  for (int e = 0; e < prog->nentries; e++)
+    for (int k = 0; k < prog->entries[e].n; k++) {
+      size_t at = 0;
+      for (int i = 0; i < prog->ntensors; i++) {
+        const RtTensor *t = &prog->tensors[i];
+        if (t->role == ROLE_TEMP_ && (t->pinned || (t->live[e].first >= 0 && t->live[e].first <= k && k <= t->live[e].last)))
+          at += (L->bytes[i] + 255) / 256 * 256;
+      }
+      if (at > L->peak) L->peak = at;
+    }
+  assert_true(L->ws - L->table_end >= L->peak);
+}
+
+/* One program of a package at T tokens (in ndocs documents when cu is
+ * given), H key heads and HV value heads: its layout, twice the same. */
+static void plan_layout(cake_package *pkg, const char *name, const char *variant, int64_t T, int64_t H, int64_t HV,
+                        const int32_t *cu, int ndocs, Layout *L) {
+  const cake_program *prog;
+  assert_int_equal(cake_package_variant(pkg, name, variant, &prog), CAKE_OK);
+  cake_plan *plan[2];
+  for (int r = 0; r < 2; r++) {
+    assert_int_equal(cake_plan_create(prog, &plan[r]), CAKE_OK);
+    assert_int_equal(cake_plan_set_dim(plan[r], "T", T), CAKE_OK);
+    assert_int_equal(cake_plan_set_dim(plan[r], "H", H), CAKE_OK);
+    assert_int_equal(cake_plan_set_dim(plan[r], "HV", HV), CAKE_OK);
+    if (cu) assert_int_equal(cake_plan_set_docs(plan[r], cu, ndocs), CAKE_OK);
+    assert_int_equal(cake_plan_finalize(plan[r]), CAKE_OK);
+  }
+  assert_int_equal(cake_plan_finalize(plan[1]), CAKE_OK); /* finalized again: the same */
+  Layout again;
+  check_layout(plan[0], L);
+  check_layout(plan[1], &again);
+  assert_memory_equal(L, &again, sizeof *L);
+  cake_plan_free(plan[0]);
+  cake_plan_free(plan[1]);
+}
+
+/* The shipped KDA programs: the workspace is what the stages need at once.
+ * kda_fwd's temps are all live in both of its stages (nothing to share);
+ * kda_train's backward hands each intermediate on for a few stages only.
+ * The figures are those of README.md (bytes per token and value head). */
+static void workspace_temps_share_when_never_live_together(void **st) {
+  (void)st;
+  static const struct {
+    const char *sub, *name, *variant;
+    size_t ws_single, ws_packed; /* T = 32768, H = HV = 16; T = 65536 in 3 documents, H = HV = 16 */
+  } cases[] = {
+      {"kda_train_ckpt", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt", WS_CKPT_SINGLE,
+       WS_CKPT_PACKED},
+      {"kda_train", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=states", WS_STATES_SINGLE,
+       WS_STATES_PACKED},
+      {"kda", "kda_fwd", "gate=external,qk_norm=false,beta_logits=true,vblock=v32", WS_FWD_SINGLE, WS_FWD_PACKED},
+  };
+  static const int32_t cu[] = {0, 20000, 45000, 65536}; /* 313 + 391 + 321 chunks of 64 */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cake_package *pkg = load(cases[i].sub);
+    Layout one, packed, grouped;
+    plan_layout(pkg, cases[i].name, cases[i].variant, 32768, 16, 16, NULL, 0, &one);
+    plan_layout(pkg, cases[i].name, cases[i].variant, 65536, 16, 16, cu, 3, &packed);
+    plan_layout(pkg, cases[i].name, cases[i].variant, 32768, 4, 16, NULL, 0, &grouped); /* every temp is per value head */
+    print_message("%-10s %-60s T=32768: workspace %zu B (%.1f B/token/head; temps one after another %zu, "
+                  "largest stage %zu); T=65536 in 3 documents: %zu B (%.1f B/token/head; one after another %zu)\n",
+                  cases[i].name, cases[i].variant, one.ws, (double)one.ws / (32768.0 * 16), one.sum, one.peak,
+                  packed.ws, (double)packed.ws / (65536.0 * 16), packed.sum + packed.table_end);
+    assert_int_equal(one.ws, cases[i].ws_single);
+    assert_int_equal(packed.ws, cases[i].ws_packed);
+    assert_int_equal(grouped.ws, one.ws);
+    /* no layout can do with less than the temps of its largest stage: this one needs no more */
+    assert_int_equal(one.ws - one.table_end, one.peak);
+    assert_int_equal(packed.ws - packed.table_end, packed.peak);
+    if (!strcmp(cases[i].name, "kda_train")) assert_true(one.ws - one.table_end < one.sum);
+    else assert_int_equal(one.ws - one.table_end, one.sum); /* pinned (fwd_chain reads fwd_prep's temps): nothing shared */
+    cake_package_free(pkg);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(first_plans_and_validates_by_field),
@@ -354,6 +491,7 @@ int main(void) {
       cmocka_unit_test(kda_binds_what_the_variant_has),
       cmocka_unit_test(kda_arguments_are_checked),
       cmocka_unit_test(kda_train_binds_both_entries_from_one_struct),
+      cmocka_unit_test(workspace_temps_share_when_never_live_together),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -317,7 +317,8 @@ static void json_reader(void **st) {
   " 'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}],"                                         \
   " 'tensors': [{'name': 'x', 'role': 'in', 'dtype': 'bf16', 'shape': ['T', 'H', 64], 'optional': false},"            \
   " {'name': 'y', 'role': 'out', 'dtype': 'f32', 'shape': ['T', 'H']},"                                                \
-  " {'name': 'tmp', 'role': 'temp', 'dtype': 'f32', 'shape': ['T', 'H', 'H']},"                                        \
+  " {'name': 'tmp', 'role': 'temp', 'dtype': 'f32', 'shape': ['T', 'H', 'H'],"                                         \
+  " 'live': [{'entry': 'fwd', 'first': 0, 'last': 0}], 'pinned': false},"                                              \
   " {'name': 'sv', 'role': 'save', 'dtype': 'f32', 'shape': ['chunks', 'H']}],"                                        \
   " 'params': [{'name': 'scale', 'dtype': 'f32', 'default': 0.5}, {'name': 'k', 'dtype': 'i32', 'default': 3}],"                     \
   " 'stages': [{'name': 'main', 'block': [128, 1, 1],"                                                                 \
@@ -328,7 +329,7 @@ static void json_reader(void **st) {
   " {'kind': 'parameter', 'name': 'scale'}],"                                                                          \
   " 'kernels': [{'target': 'sm_90a', 'symbol': 's', 'format': 'cubin', 'file': 'bin/k.bin', 'shared_bytes': 1024}]}]," \
   " 'entries': [{'name': 'fwd', 'stages': ['main']}]}"
-#define SYNTH_HEAD "{'schema': 'cake.package', 'schema_version': 1, 'files': [" SYNTH_FILE "], 'programs': ["
+#define SYNTH_HEAD "{'schema': 'cake.package', 'schema_version': 2, 'files': [" SYNTH_FILE "], 'programs': ["
 static const char SYNTH[] = SYNTH_HEAD SYNTH_PROGRAM "]}";
 
 static int g_seq;
@@ -466,7 +467,7 @@ static const struct {
     {"'default': 0.5}", "'default': 1e39}", "param 'scale': 'default' 1e+39 is not a finite f32"},
     {"'default': 3", "'default': 0.5", "param 'k': 'default' is 0.5; expected an integer in [-2147483648, 2147483647]"},
     {"{'name': 'k', 'dtype': 'i32'", "{'name': 'k', 'dtype': 'i64'", "param 'k': 'dtype' is 'i64'; expected f32 or i32"},
-    {"'schema_version': 1", "'schema_version': '1'", "'schema_version' must be a number, not a string"},
+    {"'schema_version': 2", "'schema_version': '2'", "'schema_version' must be a number, not a string"},
     {"'bytes': 3", "'bytes': 4", "file 'bin/k.bin': the manifest gives 4 bytes, the file has 3"},
     /* enums */
     {"'role': 'in'", "'role': 'bogus'", "tensor 'x': 'role' is 'bogus'; expected in, out, temp or save"},
@@ -552,6 +553,31 @@ static const struct {
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
+    /* the schema version: this runtime reads version 2 only (temps' live ranges) */
+    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads version 2 (rebuild the package"},
+    {"'schema_version': 2", "'schema_version': 3", "has schema version 3; this runtime reads version 2"},
+    /* the temps' live ranges */
+    {"'live': [{'entry': 'fwd', 'first': 0, 'last': 0}], ", "", "tensor 'tmp': 'live' is missing"},
+    {", 'pinned': false}", "}", "tensor 'tmp': 'pinned' is missing"},
+    {"'pinned': false}", "'pinned': 0}", "tensor 'tmp': 'pinned' must be a boolean, not a number"},
+    {"'live': [{'entry': 'fwd', 'first': 0, 'last': 0}]", "'live': {}", "tensor 'tmp': 'live' must be an array, not an object"},
+    {"'live': [{", "'live': [7, {", "tensor 'tmp' live[0]: must be an object, not a number"},
+    {"'entry': 'fwd'", "'entry': 'bwd'", "tensor 'tmp' live[0]: names an unknown entry 'bwd'"},
+    {"'entry': 'fwd', ", "", "tensor 'tmp' live[0]: 'entry' is missing"},
+    {"'entry': 'fwd'", "'entry': 3", "tensor 'tmp' live[0]: 'entry' must be a string, not a number"},
+    {"'first': 0", "'first': 1", "tensor 'tmp' live[0]: 'first' is 1; expected an integer in [0, 0]"},
+    {"'first': 0", "'first': -1", "tensor 'tmp' live[0]: 'first' is -1; expected an integer in [0, 0]"},
+    {"'first': 0", "'first': 0.5", "tensor 'tmp' live[0]: 'first' is 0.5; expected an integer in [0, 0]"},
+    {"'first': 0", "'first': 1e308", "'first' is 1e+308; expected"},
+    {"'last': 0", "'last': 2147483648", "tensor 'tmp' live[0]: 'last' is 2147483648; expected an integer in [0, 0]"},
+    {"'last': 0", "'last': '0'", "tensor 'tmp' live[0]: 'last' must be a number, not a string"},
+    {"'last': 0}]", "'last': 0}, {'entry': 'fwd', 'first': 0, 'last': 0}]",
+     "tensor 'tmp' live[1]: entry 'fwd' has a second range"},
+    {"'live': [{'entry': 'fwd', 'first': 0, 'last': 0}]", "'live': []",
+     "tensor 'tmp': stage 'main' (position 0 of entry 'fwd') takes the tensor outside its live range"},
+    {"'shape': ['T', 'H']}", "'shape': ['T', 'H'], 'live': []}", "tensor 'y': 'live' and 'pinned' are for temp tensors only"},
+    {"'shape': ['chunks', 'H']}", "'shape': ['chunks', 'H'], 'pinned': true}",
+     "tensor 'sv': 'live' and 'pinned' are for temp tensors only"},
     /* the JSON itself */
     {"'chunk': 64", "'chunk': 1e999", "bad number"},
     {"'chunk': 64", "'chunk': 064", "is not valid JSON"},
@@ -577,6 +603,86 @@ static void manifest_values_are_validated(void **st) {
                bad_manifests[i].msg);
     assert_null(pkg);
   }
+}
+
+/* tests/lit/package/Inputs/live.cake: five temps of 4,096 bytes at T = 64
+ * (a: fwd 0..1 and step 1..1; b: fwd 1..2; d: fwd 2..2; acc: pinned;
+ * unused: no stage). Placed by size, then the longest lived first: acc, a,
+ * b, then d beside a (never live together) and unused beside acc's
+ * neighbours, in 3 slots rather than 5. */
+static void temps_share_by_live_range(void **st) {
+  char dir[700];
+  assert_int_equal(compile_spec_text(NULL, CAKE_SOURCE_DIR "/tests/lit/package/Inputs/live.cake", "live", dir, sizeof dir), 0);
+  cake_package *pkg;
+  assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
+  const cake_program *p;
+  assert_int_equal(cake_package_program(pkg, "live", &p), CAKE_OK);
+  int acc = rt_tensor_index(p, "acc"), a = rt_tensor_index(p, "a"), b = rt_tensor_index(p, "b");
+  assert_true(p->tensors[acc].pinned);
+  assert_false(p->tensors[a].pinned);
+  assert_int_equal(p->tensors[a].live[0].first, 0); /* fwd */
+  assert_int_equal(p->tensors[a].live[0].last, 1);
+  assert_int_equal(p->tensors[a].live[1].first, 1); /* step */
+  assert_int_equal(p->tensors[a].live[1].last, 1);
+  assert_int_equal(p->tensors[b].live[1].first, -1);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(p, &plan), CAKE_OK);
+  assert_int_equal(cake_plan_set_dim(plan, "T", 64), CAKE_OK);
+  for (int r = 0; r < 2; r++) { /* finalized twice: the same layout */
+    assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+    static const struct {
+      const char *name;
+      size_t offset;
+    } want[] = {{"chunk_table", 0}, {"acc", 256}, {"a", 4352}, {"b", 8448}, {"d", 4352}, {"unused", 4352}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+      size_t off, n;
+      assert_int_equal(cake_plan_item(plan, want[i].name, &off, &n), CAKE_OK);
+      if (off != want[i].offset) fail_msg("%s at %zu, expected %zu", want[i].name, off, want[i].offset);
+      assert_int_equal(n, i ? 4096 : 64);
+    }
+    size_t ws;
+    assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_OK);
+    assert_int_equal(ws, 256 + 3 * 4096);
+  }
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+}
+
+/* Live ranges against an entry of two stages (fwd = main, main): ordered,
+ * covering every stage that takes the temp, in an entry with stages. */
+static void live_ranges_are_validated(void **st) {
+  static const struct {
+    const char *old, *new_, *msg;
+  } cases[] = {
+      {"'first': 0, 'last': 1", "'first': 1, 'last': 0", "tensor 'tmp' live[0]: 'first' is 1, after 'last' (0)"},
+      {"'first': 0, 'last': 1", "'first': 0, 'last': 2", "tensor 'tmp' live[0]: 'last' is 2; expected an integer in [0, 1]"},
+      {"'first': 0, 'last': 1", "'first': 1, 'last': 1",
+       "tensor 'tmp': stage 'main' (position 0 of entry 'fwd') takes the tensor outside its live range"},
+      {"'first': 0, 'last': 1", "'first': 0, 'last': 0",
+       "tensor 'tmp': stage 'main' (position 1 of entry 'fwd') takes the tensor outside its live range"},
+      {"'stages': ['main', 'main']}]", "'stages': ['main', 'main']}, {'name': 'none', 'stages': []}]",
+       "tensor 'tmp' live[1]: entry 'none' has no stages"},
+  };
+  char *two = replaced(SYNTH, "'stages': ['main']}]", "'stages': ['main', 'main']}]");
+  char *base = replaced(two, "'first': 0, 'last': 0", "'first': 0, 'last': 1");
+  free(two);
+  cake_package *pkg;
+  assert_int_equal(load_text(base, &pkg), CAKE_OK);
+  cake_package_free(pkg);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *m = replaced(base, cases[i].old, cases[i].new_);
+    if (i == 4) { /* a range in the entry without stages */
+      char *n = replaced(m, "'last': 1}]", "'last': 1}, {'entry': 'none', 'first': 0, 'last': 0}]");
+      free(m);
+      m = n;
+    }
+    cake_status s = load_text(m, &pkg);
+    free(m);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), cases[i].msg))
+      fail_msg("case %zu: %s: %s\n  expected: %s", i, cake_status_name(s), cake_last_error(), cases[i].msg);
+    assert_null(pkg);
+  }
+  free(base);
 }
 
 /* Requirements the loader cannot hold: too many, too long, too deep. */
@@ -920,13 +1026,13 @@ static void audit_manifests(void **st) {
   static const struct {
     const char *manifest, *msg;
   } cases[] = {
-      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
+      {"{'schema': 'cake.package', 'schema_version': 2, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
        "'role': 'tokens'}], 'chunk': 0, 'tensors': [], 'params': [], 'stages': [], 'entries': []}]}",
        "program 'p': 'chunk' is 0; expected a multiple of 16 in [16, 256]"},
-      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
+      {"{'schema': 'cake.package', 'schema_version': 2, 'files': [], 'programs': [{'name': 'p', 'dims': [{'name': 'T', "
        "'role': 'tokens'}], 'chunk': -64, 'tensors': [], 'params': [], 'stages': [], 'entries': []}]}",
        "program 'p': 'chunk' is -64; expected a multiple of 16 in [16, 256]"},
-      {"{'schema': 'cake.package', 'schema_version': 1, 'files': [{'path': '.', 'sha256': "
+      {"{'schema': 'cake.package', 'schema_version': 2, 'files': [{'path': '.', 'sha256': "
        "'0000000000000000000000000000000000000000000000000000000000000000'}], 'programs': []}",
        "file '.': the path must stay inside the package directory: the path has a '.' component"},
   };
@@ -942,7 +1048,7 @@ static void audit_manifests(void **st) {
 
 /* F17: the cause of a missing file survives, after the prefix, once. */
 static void missing_file_names_its_cause(void **st) {
-  char *m = q("{'schema': 'cake.package', 'schema_version': 1, 'files': [{'path': 'missing.bin', 'sha256': "
+  char *m = q("{'schema': 'cake.package', 'schema_version': 2, 'files': [{'path': 'missing.bin', 'sha256': "
               "'0000000000000000000000000000000000000000000000000000000000000000'}], 'programs': []}");
   cake_package *pkg;
   assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
@@ -1197,12 +1303,13 @@ static void cu_seqlens_are_validated(void **st) {
 }
 
 static char g_big_error[2048]; /* plan_big's message */
+static size_t g_big_ws;        /* and its workspace bytes */
 
 /* Plans with H = 2^31 - 1 over SYNTH (T small, so the tables stay small). */
 static cake_status plan_big(const char *old, const char *new_) {
   char *m = replaced(SYNTH, old, new_);
   cake_package *pkg;
-  assert_int_equal(load_text(m, &pkg), CAKE_OK);
+  if (load_text(m, &pkg)) fail_msg("%s", cake_last_error());
   free(m);
   const cake_program *p;
   cake_plan *plan;
@@ -1214,6 +1321,7 @@ static cake_status plan_big(const char *old, const char *new_) {
   snprintf(g_big_error, sizeof g_big_error, "%s", cake_last_error());
   size_t ws = 1;
   assert_int_equal(cake_plan_workspace_bytes(plan, &ws), s ? CAKE_ERR_PLAN : CAKE_OK);
+  g_big_ws = s ? 0 : ws;
   cake_plan_free(plan);
   cake_package_free(pkg);
   return s;
@@ -1224,11 +1332,24 @@ static void sizes_never_wrap(void **st) {
   assert_int_equal(plan_big("", ""), CAKE_ERR_PLAN); /* SYNTH as it is */
   assert_string_equal(g_big_error, "tensor 'tmp' [T=100, H=2147483647, H=2147483647] of f32 has more than 2^64 bytes");
   /* temps that fit one by one, not together */
-  assert_int_equal(plan_big("'shape': ['T', 'H', 'H']", "'shape': ['H', 'H']}, {'name': 'tmp2', 'role': 'temp', "
-                                                          "'dtype': 'f32', 'shape': ['H', 'H']"),
+  assert_int_equal(plan_big("'shape': ['T', 'H', 'H']", "'shape': ['H', 'H'], 'live': [{'entry': 'fwd', 'first': 0, "
+                                                          "'last': 0}], 'pinned': false}, {'name': 'tmp2', 'role': "
+                                                          "'temp', 'dtype': 'f32', 'shape': ['H', 'H']"),
                    CAKE_ERR_PLAN);
   assert_string_equal(g_big_error, "the workspace passes 2^64 bytes at tensor 'tmp2' [H=2147483647, "
                                          "H=2147483647] (18446744056529682436 bytes)");
+  /* the same two, never live at once: they share their bytes, and the plan fits */
+#define TMP_LIVE "'live': [{'entry': 'fwd', 'first': 0, 'last': 0}], 'pinned': false}"
+  assert_int_equal(plan_big("'shape': ['T', 'H', 'H'], " TMP_LIVE,
+                            "'shape': ['H', 'H'], " TMP_LIVE ", {'name': 'tmp2', 'role': 'temp', 'dtype': 'f32', "
+                            "'shape': ['H', 'H'], 'live': [], 'pinned': false}"),
+                   CAKE_OK);
+  assert_int_equal(g_big_ws, 512 + 18446744056529682688u); /* the tables, then both at one offset */
+#undef TMP_LIVE
+  /* a rounding to the 256-byte alignment that passes 2^64 */
+  assert_int_equal(plan_big("'shape': ['T', 'H', 'H']", "'shape': ['H', 3, 715827883]"), CAKE_ERR_PLAN); /* 2^64 - 4 */
+  assert_string_equal(g_big_error, "the workspace passes 2^64 bytes at tensor 'tmp' [H=2147483647, 3, 715827883] "
+                                   "(18446744073709551612 bytes)");
   /* an input that large is refused at finalize, so validation's stride products cannot overflow (F13) */
   assert_int_equal(plan_big("'shape': ['T', 'H', 64]", "'shape': ['H', 'H', 'H']"), CAKE_ERR_PLAN);
   assert_string_equal(g_big_error, "tensor 'x' [H=2147483647, H=2147483647, H=2147483647] of bf16 has more than 2^64 bytes");
@@ -1399,6 +1520,7 @@ int main(void) {
       cmocka_unit_test(sha256_matches_openssl), cmocka_unit_test(json_reader),
       cmocka_unit_test(out_of_memory_paths),  cmocka_unit_test(variants_by_options),
       cmocka_unit_test(synthetic_package_loads_and_plans), cmocka_unit_test(manifest_values_are_validated),
+      cmocka_unit_test(live_ranges_are_validated), cmocka_unit_test(temps_share_by_live_range),
       cmocka_unit_test(oversized_requirements_are_rejected), cmocka_unit_test(requirements_are_checked_at_finalize),
       cmocka_unit_test(compiled_requirement_is_enforced),
       cmocka_unit_test(parameter_requirement_is_enforced),

@@ -1,0 +1,87 @@
+/* live.c - the live ranges of temp tensors (live.h). */
+#include "live.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What one kernel does to each tensor: 1 loads, 2 stores, 4 loads before
+ * any store (in instruction order, loop bodies in place). */
+enum { ACC_LOAD = 1, ACC_STORE = 2, ACC_READ_FIRST = 4 };
+
+static void scan(const CirBlock *b, int *acc) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->tensor && in->op == OP_LOAD) {
+      int *a = &acc[in->tensor->index];
+      if (!(*a & ACC_STORE)) *a |= ACC_READ_FIRST;
+      *a |= ACC_LOAD;
+    } else if (in->tensor && in->op == OP_STORE) {
+      acc[in->tensor->index] |= ACC_STORE;
+    }
+    if (in->body) scan(in->body, acc);
+  }
+}
+
+void cir_liveness(const CirProgram *p, CirLiveness *out) {
+  int nt = p->ntensors, ne = p->nentries;
+  out->ntensors = nt;
+  out->nentries = ne;
+  out->live = cake_xcalloc((size_t)nt * (size_t)ne + 1, sizeof(CirLive));
+  out->pinned = cake_xcalloc((size_t)nt + 1, sizeof(int));
+  for (int i = 0; i < nt * ne; i++) out->live[i] = (CirLive){-1, -1};
+  /* each kernel's accesses, once */
+  int *acc = cake_xcalloc((size_t)p->nkernels * (size_t)nt + 1, sizeof(int));
+  for (int k = 0; k < p->nkernels; k++) scan(&p->kernels[k]->body, acc + (size_t)p->kernels[k]->index * (size_t)nt);
+  for (int e = 0; e < ne; e++) {
+    const CirEntry *en = p->entries[e];
+    for (int s = 0; s < en->nstages; s++) {
+      const int *a = acc + (size_t)en->stages[s]->index * (size_t)nt;
+      for (int t = 0; t < nt; t++) {
+        if (p->tensors[t]->role != ROLE_TEMP || !a[t]) continue;
+        CirLive *l = &out->live[t * ne + e];
+        if (l->first < 0) {
+          l->first = s;
+          if (a[t] & ACC_READ_FIRST) out->pinned[t] = 1; /* it expects a value from before the entry */
+        }
+        l->last = s;
+      }
+    }
+  }
+  free(acc);
+}
+
+void cir_liveness_free(CirLiveness *l) {
+  free(l->live);
+  free(l->pinned);
+  l->live = NULL;
+  l->pinned = NULL;
+}
+
+void cir_live_dump(Buf *o, const CirProgram *p) {
+  CirLiveness lv;
+  cir_liveness(p, &lv);
+  buf_printf(o, "program %s%s%s\n", p->name, p->noptions ? " " : "", p->variant);
+  for (int e = 0; e < p->nentries; e++) {
+    buf_printf(o, "entry %s =", p->entries[e]->name);
+    for (int s = 0; s < p->entries[e]->nstages; s++)
+      buf_printf(o, "%s %d:%s", s ? "," : "", s, p->entries[e]->stages[s]->name);
+    buf_puts(o, "\n");
+  }
+  for (int t = 0; t < p->ntensors; t++) {
+    const CirTensor *ten = p->tensors[t];
+    if (ten->role != ROLE_TEMP) continue;
+    buf_printf(o, "temp %s :", ten->name);
+    int any = 0;
+    for (int e = 0; e < p->nentries; e++) {
+      CirLive l = cir_live_of(&lv, t, e);
+      if (l.first < 0) continue;
+      const CirEntry *en = p->entries[e];
+      buf_printf(o, "%s %s %d..%d (%s..%s)", any++ ? "," : "", en->name, l.first, l.last, en->stages[l.first]->name,
+                 en->stages[l.last]->name);
+    }
+    if (!any) buf_puts(o, " no entry");
+    if (lv.pinned[t]) buf_puts(o, "; pinned (read before written)");
+    buf_puts(o, "\n");
+  }
+  cir_liveness_free(&lv);
+}
