@@ -619,10 +619,11 @@ static int check_requires(const CirProgram *p, const long long *dims, const Inte
     char msg[512];
     int r = cake_require_eval(p->requires[i].expr, req_dim, &rd, 1, msg, sizeof msg);
     if (r == CAKE_REQUIRE_TRUE) continue;
-    int params = 0;
+    int params = 0, dims = 0;
     for (int j = 0; j < p->nparams; j++) params |= cake_require_uses(p->requires[i].expr, p->params[j]->name);
-    snprintf(err, errlen, "%s break '%s' (%s): %s", params ? "the parameters" : "dims", p->requires[i].text,
-             p->requires[i].where, msg);
+    for (int j = 0; j < p->ndims; j++) dims |= cake_require_uses(p->requires[i].expr, p->dims[j].name);
+    snprintf(err, errlen, "%s break '%s' (%s): %s", !params ? "dims" : dims ? "the dims and parameters" : "the parameters",
+             p->requires[i].text, p->requires[i].where, msg);
     return -1;
   }
   return 0;

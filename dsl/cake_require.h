@@ -15,7 +15,8 @@
  * `%` takes the dividend's sign. Decimal numbers and float values (f32
  * parameters) are doubles: an operation with one computes in double (an
  * integer operand converted), `%` refuses them, a division by zero is a
- * fault as above, and a comparison with NaN is false. Comparisons give
+ * fault as above, and NaN compares unequal to everything (`<`, `<=`, `>`,
+ * `>=`, `==` are false, `!=` is true). Comparisons give
  * booleans; `! && ||` take booleans and `&&`, `||` short-circuit (so
  * `H > 0 && HV % H == 0` is simply false for H = 0). The whole expression
  * must be a boolean. At most CAKE_MAX_REQUIRE_TEXT characters and

@@ -386,9 +386,11 @@ static cake_status check_requires(const cake_plan *p) {
     if (v == CAKE_REQUIRE_TRUE) continue;
     if (v == CAKE_REQUIRE_BAD) /* the loader checked it: only a bug gets here */
       return rt_fail(CAKE_ERR_PACKAGE, "requirement '%s' (%s) cannot be evaluated: %s", r->text, r->loc, msg);
-    int params = 0;
+    int params = 0, dims = 0;
     for (int j = 0; j < p->prog->nparams; j++) params |= cake_require_uses(r->expr, p->prog->params[j].name);
-    return rt_fail(CAKE_ERR_PLAN, "%s break '%s' (%s): %s", params ? "the parameters" : "dims", r->text, r->loc, msg);
+    for (int j = 0; j < p->prog->ndims; j++) dims |= cake_require_uses(r->expr, p->prog->dims[j]);
+    return rt_fail(CAKE_ERR_PLAN, "%s break '%s' (%s): %s",
+                   !params ? "dims" : dims ? "the dims and parameters" : "the parameters", r->text, r->loc, msg);
   }
   return CAKE_OK;
 }

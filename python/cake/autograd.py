@@ -43,17 +43,26 @@ class TrainingOp:
         self.fwd, self.bwd, self.cakec = fwd, bwd, cakec
 
     def __call__(self, inputs, outputs=('o',), cu_seqlens=None, dims=None):
-        """Runs the forward entry on `inputs` ({name: tensor}; optional inputs left out are
-        absent) and returns the forward outputs named in `outputs`, in that order, connected to
-        autograd: their gradients flow back to every input that requires one."""
-        torch = _torch()
+        """Runs the forward entry on `inputs` ({name: tensor}; optional inputs left out, or given
+        as None, are absent) and returns the forward outputs named in `outputs` (a name or a
+        sequence), in that order, connected to autograd: their gradients flow back to every input
+        that requires one. Forward outputs not asked for get a zero gradient."""
+        _torch()
+        if isinstance(outputs, str):
+            outputs = (outputs,)
+        inputs = {n: t for n, t in inputs.items() if t is not None}
         names = sorted(inputs)
         tensors = [inputs[n] for n in names]
         if not tensors:
             raise Error(ERR_ARGUMENT, 'TrainingOp: no inputs', 'CAKE_ERR_ARGUMENT')
+        bad = [n for n, t in inputs.items() if not hasattr(t, 'is_cuda')]
+        if bad:
+            raise Error(ERR_ARGUMENT, f'TrainingOp: {bad} are not torch tensors', 'CAKE_ERR_ARGUMENT')
         on_gpu = tensors[0].is_cuda
         if any(t.is_cuda != on_gpu for t in tensors):
             raise Error(ERR_ARGUMENT, 'TrainingOp: inputs on the CPU and on the GPU mixed', 'CAKE_ERR_ARGUMENT')
+        if on_gpu and len({t.device for t in tensors}) > 1:
+            raise Error(ERR_ARGUMENT, 'TrainingOp: inputs on different GPUs', 'CAKE_ERR_ARGUMENT')
         if on_gpu and self.package is None:
             raise Error(ERR_ARGUMENT, 'TrainingOp: CUDA inputs need a package', 'CAKE_ERR_ARGUMENT')
         if not on_gpu and self.spec is None:
@@ -79,16 +88,22 @@ def _function():
         def forward(ctx, runner, names, *tensors):
             ins = dict(zip(names, tensors))
             outs, state = runner.forward(ins)
+            ret = tuple(outs[n] for n in runner.outputs)
+            # the returned outputs go back to the backward through save_for_backward (never
+            # through ctx attributes: an output kept there would keep itself and its graph alive)
             ctx.runner, ctx.names, ctx.state = runner, names, state
-            ctx.save_for_backward(*tensors)
-            return tuple(outs[n] for n in runner.outputs)
+            ctx.save_for_backward(*tensors, *ret)
+            return ret
 
         @staticmethod
         @torch.autograd.function.once_differentiable
         def backward(ctx, *grads):
-            ins = dict(zip(ctx.names, ctx.saved_tensors))
+            saved = ctx.saved_tensors
+            n_in = len(ctx.names)
+            ins = dict(zip(ctx.names, saved[:n_in]))
+            outs = dict(zip(ctx.runner.outputs, saved[n_in:]))
             gin = {'d' + n: g for n, g in zip(ctx.runner.outputs, grads) if g is not None}
-            d = ctx.runner.backward(ins, gin, ctx.state)
+            d = ctx.runner.backward(ins, outs, gin, ctx.state)  # (again with retain_graph: the same)
             res = []
             for i, n in enumerate(ctx.names):
                 g = d.get('d' + n) if ctx.needs_input_grad[2 + i] else None
@@ -102,15 +117,24 @@ def _function():
     return _FN
 
 
-def _prod(xs):
-    n = 1
-    for x in xs:
-        n *= x
-    return n
+def _zero_grads(tensors, outputs, given, like):
+    """d<X> = zeros for every forward output X not asked for whose gradient the backward needs
+    (tensors: {name: (role, dtype, optional)}); optional ones stay absent."""
+    torch = _torch()
+    out = {}
+    for x, t in like.items():
+        d = 'd' + x
+        if x in outputs or d in given or d not in tensors:
+            continue
+        role, _, optional = tensors[d]
+        if role == 'in' and not optional:
+            out[d] = torch.zeros_like(t)
+    return out
 
 
 class _GpuRunner:
-    """The package path: plan, validate and launch on torch's current stream."""
+    """The package path: plan, validate and launch on the device of the inputs, on torch's current
+    stream there."""
 
     def __init__(self, op, outputs, cu_seqlens, dims):
         self.op, self.outputs, self.cu, self.dims_given = op, outputs, cu_seqlens, dict(dims or {})
@@ -160,52 +184,67 @@ class _GpuRunner:
             if t['role'] != role or t['name'] not in touched or t['name'] in skip:
                 continue
             shape = [plan.dim(e) if isinstance(e, str) else e for e in t['shape']]
-            out[t['name']] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[t['dtype']]), device='cuda')
+            out[t['name']] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[t['dtype']]), device=self.device)
         return out
 
     def _convert(self, meta, xs):
         tens = {t['name']: t for t in meta['tensors']}
         torch = _torch()
+        missing = [n for n in xs if n not in tens]
+        if missing:
+            raise Error(ERR_ARGUMENT, f"variant [{meta.get('variant', '')}] of '{self.op.program}' has no tensor "
+                        f"{missing}", 'CAKE_ERR_ARGUMENT')
         return {n: x.detach().to(getattr(torch, _TORCH_DTYPES[tens[n]['dtype']])).contiguous() for n, x in xs.items()}
 
     def forward(self, ins):
         torch = _torch()
         op = self.op
         pkg = op.package
-        dims = self._infer_dims(ins)
-        plan = pkg.plan(op.program, op.options, dims, self.cu, op.params)
-        meta = self._meta(plan.program)
-        x = self._convert(meta, ins)
-        opt_out = {t['name'] for t in meta['tensors'] if t['role'] == 'out' and t.get('optional')}
-        outs = self._alloc(meta, plan, op.fwd, 'out', opt_out - set(self.outputs))
-        missing = [n for n in self.outputs if n not in outs]
-        if missing:
-            raise Error(ERR_ARGUMENT, f"the entry '{op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
-        saved = torch.empty(max(plan.saved_bytes(), 1), dtype=torch.uint8, device='cuda')
-        ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
-        use = self._touched(meta, op.fwd)
-        plan.launch(op.fwd, {n: t for n, t in {**x, **outs}.items() if n in use}, workspace=ws, saved=saved,
-                    stream=torch.cuda.current_stream())
-        return outs, (plan, meta, saved, outs)
+        self.device = next(iter(ins.values())).device
+        with torch.cuda.device(self.device):
+            dims = self._infer_dims(ins)
+            plan = pkg.plan(op.program, op.options, dims, self.cu, op.params)
+            meta = self._meta(plan.program)
+            x = self._convert(meta, ins)
+            opt_out = {t['name'] for t in meta['tensors'] if t['role'] == 'out' and t.get('optional')}
+            outs = self._alloc(meta, plan, op.fwd, 'out', opt_out - set(self.outputs))
+            missing = [n for n in self.outputs if n not in outs]
+            if missing:
+                raise Error(ERR_ARGUMENT, f"the entry '{op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
+            saved = torch.empty(max(plan.saved_bytes(), 1), dtype=torch.uint8, device=self.device)
+            ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device=self.device)
+            use = self._touched(meta, op.fwd)
+            plan.launch(op.fwd, {n: t for n, t in {**x, **outs}.items() if n in use}, workspace=ws, saved=saved,
+                        stream=torch.cuda.current_stream(self.device))
+        # what the backward needs besides the inputs and the returned outputs (those come back
+        # through save_for_backward): the plan, the saved area, and outputs not returned
+        return outs, (plan, meta, saved, {n: t for n, t in outs.items() if n not in self.outputs})
 
-    def backward(self, ins, grads, state):
+    def backward(self, ins, outs, grads, state):
         torch = _torch()
-        plan, meta, saved, fwd_outs = state
-        x = self._convert(meta, ins)
-        g = self._convert(meta, {n: t for n, t in grads.items() if n in {t['name'] for t in meta['tensors']}})
-        # optional gradient outputs of absent inputs (dh0 without h0) are left unbound
-        skip = {t['name'] for t in meta['tensors']
-                if t['role'] == 'out' and t.get('optional') and t['name'][1:] not in ins}
-        outs = self._alloc(meta, plan, self.op.bwd, 'out', skip | set(fwd_outs))
-        ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device='cuda')
-        use = self._touched(meta, self.op.bwd)
-        bind = {n: t for n, t in {**fwd_outs, **x, **g, **outs}.items() if n in use}
-        plan.launch(self.op.bwd, bind, workspace=ws, saved=saved, stream=torch.cuda.current_stream())
-        return outs
+        plan, meta, saved, others = state
+        fwd_outs = {**others, **outs}
+        tens = {t['name']: (t['role'], t['dtype'], t.get('optional', False)) for t in meta['tensors']}
+        with torch.cuda.device(self.device):
+            x = self._convert(meta, ins)
+            g = self._convert(meta, {n: t for n, t in grads.items() if n in tens})
+            g.update(self._convert(meta, _zero_grads(tens, self.outputs, g, fwd_outs)))
+            # optional gradient outputs of absent inputs (dh0 without h0) are left unbound
+            skip = {t['name'] for t in meta['tensors']
+                    if t['role'] == 'out' and t.get('optional') and t['name'][1:] not in ins}
+            bouts = self._alloc(meta, plan, self.op.bwd, 'out', skip | set(fwd_outs))
+            ws = torch.empty(max(plan.workspace_bytes(), 1), dtype=torch.uint8, device=self.device)
+            # a fresh workspace: finalizing again makes the launch write the chunk tables into it
+            # (an allocator may hand out the forward's address again, with other data in it)
+            plan.finalize()
+            use = self._touched(meta, self.op.bwd)
+            bind = {n: t for n, t in {**fwd_outs, **x, **g, **bouts}.items() if n in use}
+            plan.launch(self.op.bwd, bind, workspace=ws, saved=saved, stream=torch.cuda.current_stream(self.device))
+        return bouts
 
 
 class _CpuRunner:
-    """The interpreter path (`cakec run --exact`): double precision, no rounding."""
+    """The interpreter path (`cakec run --exact --no-random`): double precision, no rounding."""
 
     def __init__(self, op, outputs, cu_seqlens, dims):
         self.op, self.outputs, self.cu, self.dims = op, outputs, cu_seqlens, dict(dims or {})
@@ -213,20 +252,29 @@ class _CpuRunner:
     def _run(self, entry, tensors):
         op = self.op
         return _cpu.run(op.spec, entry, tensors, dims=self.dims, cu_seqlens=self.cu, options=op.options,
-                        params=op.params, exact=True, cakec=op.cakec)
+                        params=op.params, exact=True, cakec=op.cakec, no_random=True)
 
     def forward(self, ins):
+        torch = _torch()
         out = self._run(self.op.fwd, ins)
         missing = [n for n in self.outputs if n not in out]
         if missing:
             raise Error(ERR_ARGUMENT, f"the entry '{self.op.fwd}' writes no {missing}", 'CAKE_ERR_ARGUMENT')
-        dtype = next(iter(ins.values())).dtype
-        res = {n: t.to(dtype) for n, t in out.items()}
-        return res, out  # everything the forward wrote (saves included) goes to the backward
+        floats = [t.dtype for t in ins.values() if t.is_floating_point()]
+        dtype = floats[0] if floats else torch.float64
+        for d in floats[1:]:
+            dtype = torch.promote_types(dtype, d)
+        res = {n: out[n].to(dtype) for n in self.outputs}
+        # the backward gets the outputs not returned here (saves, other outs) through the state
+        return res, {n: t for n, t in out.items() if n not in self.outputs}
 
-    def backward(self, ins, grads, fwd_out):
-        keep = {n: t for n, t in fwd_out.items() if n not in self.outputs}
-        return self._run(self.op.bwd, {**ins, **grads, **keep})
+    def backward(self, ins, outs, grads, others):
+        tens = _cpu.interface(self.op.spec, self.op.options, self.op.cakec)
+        fwd_outs = {**others, **outs}
+        zeros = _zero_grads(tens, self.outputs, grads, fwd_outs)
+        # every forward output goes along (saves, and outputs a backward may read); cakec run
+        # ignores those its entry does not read
+        return self._run(self.op.bwd, {**ins, **fwd_outs, **grads, **zeros})
 
 
 __all__ = ['TrainingOp']

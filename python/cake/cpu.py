@@ -65,7 +65,7 @@ def _flat(x):
 
 def _npy_bytes(shape, values):
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in values) and values
-    descr, data = ('<i4', array.array('i', values)) if ints else ('<f8', array.array('d', map(float, values)))
+    descr, data = ('<i8', array.array('q', values)) if ints else ('<f8', array.array('d', map(float, values)))
     if sys.byteorder != 'little':
         data.byteswap()
     shp = repr(tuple(int(s) for s in shape))  # numpy's own spelling: (), (5,), (2, 3)
@@ -84,10 +84,13 @@ def _npy_read(path):
     n, at = (struct.unpack('<H', raw[8:10])[0], 10) if major == 1 else (struct.unpack('<I', raw[8:12])[0], 12)
     head = ast.literal_eval(raw[at:at + n].decode('latin1'))
     codes = {'<f8': 'd', '<f4': 'f', '<i4': 'i'}
+    body = raw[at + n:]
+    if head['descr'] == '<f2':  # array has no half type: struct decodes it
+        return tuple(head['shape']), array.array('d', struct.unpack(f'<{len(body) // 2}e', body))
     if head['descr'] not in codes:
         raise Error(ERR_IO, f"{path}: dtype {head['descr']} is not read here", 'CAKE_ERR_IO')
     data = array.array(codes[head['descr']])
-    data.frombytes(raw[at + n:])
+    data.frombytes(body)
     if sys.byteorder != 'little':
         data.byteswap()
     return tuple(head['shape']), data
@@ -96,7 +99,7 @@ def _npy_read(path):
 def _as_output(shape, data, torch):
     if torch is None:
         return Array(shape, array.array('d', data) if data.typecode != 'd' else data)
-    if data.typecode == 'i':
+    if data.typecode == 'i':  # i32 outputs
         return torch.tensor(list(data), dtype=torch.int32).reshape(shape)
     return torch.tensor(list(data), dtype=torch.float64).reshape(shape)
 
@@ -105,11 +108,69 @@ def _kv(d):
     return ','.join(f'{k}={str(v).lower() if isinstance(v, bool) else v}' for k, v in d.items())
 
 
+def _spec_path(spec, tmp):
+    """A path for `spec`: a path (str or os.PathLike) as given, else the text written to a file."""
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+        if not os.path.isfile(spec):
+            raise Error(ERR_IO, f'spec {spec} not found', 'CAKE_ERR_IO')
+        return spec
+    spec = str(spec)
+    if '\n' not in spec and (os.path.isfile(spec) or spec.endswith('.cake')):
+        if not os.path.isfile(spec):
+            raise Error(ERR_IO, f'spec {spec} not found', 'CAKE_ERR_IO')
+        return spec
+    path = os.path.join(tmp, 'spec.cake')
+    with open(path, 'w') as f:
+        f.write(spec)
+    return path
+
+
+def _param_text(v):
+    """An i32-looking value as an integer (cakec run takes i32 params only as integers)."""
+    if isinstance(v, bool):
+        raise Error(ERR_ARGUMENT, f'a parameter value cannot be a bool ({v})', 'CAKE_ERR_ARGUMENT')
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53):
+        return str(int(v))
+    return repr(float(v))
+
+
+_INTERFACES = {}
+
+
+def interface(spec, options=None, cakec=None):
+    """{name: (role, dtype, optional)} of the tensors of the spec's variant chosen by `options`
+    (the first variant when options leave several), from the compiler's checked program."""
+    key = (os.fspath(spec) if isinstance(spec, os.PathLike) else str(spec), _kv(options or {}))
+    if key in _INTERFACES:
+        return _INTERFACES[key]
+    tmp = tempfile.mkdtemp(prefix='cake-if-')
+    try:
+        args = [cakec_path(cakec), _spec_path(spec, tmp), '--emit=cir']
+        if options:
+            args += ['--option', _kv(options)]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise Error(ERR_ARGUMENT, p.stderr.strip() or f'cakec exited with {p.returncode}', 'cakec')
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith('// variant') and out:
+            break
+        w = line.split()
+        if len(w) >= 5 and w[0] == 'tensor' and w[3] == ':':
+            out[w[2]] = (w[1], w[4].split('[')[0], w[-1] == 'optional')
+    _INTERFACES[key] = out
+    return out
+
+
 def run(spec, entry, tensors=None, dims=None, cu_seqlens=None, options=None, params=None, exact=False,
-        seed=None, cakec=None, temps=False):
+        seed=None, cakec=None, temps=False, no_random=False):
     """Runs `entry` of the spec (a path, or the text of a spec) on the interpreter. tensors:
     {name: tensor-like} (torch, numpy, Array or nested lists); inputs not given are random from
-    `seed` unless optional (then absent). exact: no rounding to bf16/f16/f32 anywhere. Returns
+    `seed` unless optional (then absent; no_random: an error instead). A tensor given as None is
+    left out (--absent). exact: no rounding to bf16/f16/f32 anywhere. Returns
     {name: output} for every out and save tensor the entry writes (temps too with temps=True):
     float64 torch tensors when torch is importable, else Array. Errors raise cake.Error with
     cakec's message."""
@@ -119,15 +180,12 @@ def run(spec, entry, tensors=None, dims=None, cu_seqlens=None, options=None, par
         torch = None
     tmp = tempfile.mkdtemp(prefix='cake-run-')
     try:
-        if isinstance(spec, str) and '\n' not in spec and os.path.isfile(spec):
-            spec_path = spec
-        else:
-            spec_path = os.path.join(tmp, 'spec.cake')
-            with open(spec_path, 'w') as f:
-                f.write(str(spec))
+        spec_path = _spec_path(spec, tmp)
         args = [cakec_path(cakec), 'run', spec_path, '--entry', entry, '--out-dir', os.path.join(tmp, 'out')]
         if exact:
             args.append('--exact')
+        if no_random:
+            args.append('--no-random')
         if temps:
             args.append('--temps')
         if seed is not None:
@@ -140,7 +198,7 @@ def run(spec, entry, tensors=None, dims=None, cu_seqlens=None, options=None, par
         if options:
             args += ['--option', _kv(options)]
         for k, v in (params or {}).items():
-            args += ['--param', f'{k}={float(v)!r}']
+            args += ['--param', f'{k}={_param_text(v)}']
         for name, x in (tensors or {}).items():
             if x is None:
                 args += ['--absent', name]
@@ -163,4 +221,4 @@ def run(spec, entry, tensors=None, dims=None, cu_seqlens=None, options=None, par
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ['Array', 'cakec_path', 'run']
+__all__ = ['Array', 'cakec_path', 'interface', 'run']

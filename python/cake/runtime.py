@@ -249,6 +249,12 @@ class Plan:
         _check(self._L, self._L.cake_validate(self._handle(), entry.encode(), arr, n), f'validate {entry}')
         del keep
 
+    def finalize(self):
+        """Finalize again (cake_plan_finalize): after set_param-like changes, and before launching
+        on a workspace whose memory was used for something else since the last launch at that
+        address (the next launch then writes the chunk tables again)."""
+        _check(self._L, self._L.cake_plan_finalize(self._handle()), 'finalize')
+
     def launch(self, entry, tensors, workspace=None, saved=None, stream=None):
         """Launch `entry` on `stream` in the current CUDA context. tensors: {name: tensor}, each a
         torch tensor, an object with __cuda_array_interface__ or __dlpack__ (device memory), a

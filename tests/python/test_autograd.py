@@ -74,8 +74,8 @@ class KdaGradcheck(unittest.TestCase):
             xs = {n: t.detach().clone().requires_grad_() for n, t in x.items()}
             backward = cake.autograd._CpuRunner.backward
 
-            def flipped(self, ins, grads, state):
-                d = backward(self, ins, grads, state)
+            def flipped(self, ins, outs, grads, state):
+                d = backward(self, ins, outs, grads, state)
                 d['dq'] = -d['dq']
                 return d
             if flip:
@@ -115,6 +115,77 @@ class KdaOp(unittest.TestCase):
             cake.kda(x['q'], x['k'], x['v'], x['g'], x['beta'])
         with self.assertRaisesRegex(cake.Error, "has no tensor 'nope'|no tensor 'nope'"):
             cake.autograd.TrainingOp('kda_train', spec=SPEC)({'nope': x['q']})
+
+
+TOY = """program toy
+dim N
+param s : i32 = 1
+in  x, a : f32[N, 4]
+out y, z : f32[N, 4]
+out h : f16[N, 4]
+in  dy, dz : f32[N, 4]
+out dx, da : f32[N, 4]
+kernel f over (i in N) {
+  store y[i, :] = load x[i, :] * load a[i, :] * (s as f32)
+  store z[i, :] = load x[i, :] * 2.0
+  store h[i, :] = (load x[i, :] * 0.1) as f16
+}
+kernel b over (i in N) {
+  store dx[i, :] = load dy[i, :] * load a[i, :] * (s as f32) + load dz[i, :] * 2.0
+  store da[i, :] = load dy[i, :] * load x[i, :] * (s as f32)
+}
+entry fwd = f
+entry bwd = b
+"""
+
+
+class GenericOp(unittest.TestCase):
+    """TrainingOp on a toy program: nothing in it knows KDA."""
+
+    def leaves(self, n=3):
+        g = torch.Generator().manual_seed(n)
+        return {k: torch.randn(n, 4, generator=g, dtype=torch.float64).requires_grad_() for k in ('x', 'a')}
+
+    def test_unrequested_output_gets_a_zero_gradient(self):
+        x = self.leaves()
+        op = cake.autograd.TrainingOp('toy', spec=TOY, params={'s': 3})  # an i32 param from Python
+        y = op(x, outputs='y')
+        y.sum().backward()  # z was not asked for: dz = 0, not random
+        self.assertTrue(torch.equal(x['x'].grad, 3 * x['a'].detach()))
+        self.assertTrue(torch.equal(x['a'].grad, 3 * x['x'].detach()))
+        x = self.leaves()
+        self.assertTrue(torch.autograd.gradcheck(lambda xx, aa: op({'x': xx, 'a': aa}, outputs=('y', 'z')),
+                                                 (x['x'], x['a']), eps=1e-6, atol=1e-8))
+
+    def test_a_missing_input_is_an_error(self):
+        x = self.leaves()
+        op = cake.autograd.TrainingOp('toy', spec=TOY)
+        with self.assertRaisesRegex(cake.Error, "input 'a' of entry 'fwd' is not given"):
+            op({'x': x['x']}, outputs='y')
+
+    def test_outputs_are_freed(self):
+        """The graph keeps no cycle through the outputs: they go when the caller drops them."""
+        import gc
+        import weakref
+        x = self.leaves()
+        op = cake.autograd.TrainingOp('toy', spec=TOY)
+        y, z = op(x, outputs=('y', 'z'))
+        (y.sum() + z.sum()).backward()
+        refs = [weakref.ref(y), weakref.ref(z)]
+        del y, z
+        gc.collect()
+        self.assertEqual([r() for r in refs], [None, None])
+
+    def test_cpu_run_reads_f16_and_takes_paths(self):
+        import pathlib
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = pathlib.Path(d) / 'toy.cake'
+            path.write_text(TOY)
+            out = cake.cpu.run(path, 'fwd', {'x': torch.ones(2, 4), 'a': torch.ones(2, 4)})
+            self.assertEqual(float(out['h'][0, 0]), float(torch.tensor(0.1).half()))
+            with self.assertRaisesRegex(cake.Error, 'not found'):
+                cake.cpu.run(str(path) + '.missing.cake', 'fwd', {})
 
 
 if __name__ == '__main__':

@@ -29,4 +29,4 @@ entry fwd = k
 // CHECK-NEXT: require steps > 0 && T % steps == T % steps (steps > 0 && T % steps == T % steps) at require_params.cake:19:9
 // CHECK-NEXT: require steps * 2 + lower_bound != 0.75 (steps * 2 + lower_bound != 0.75) at require_params.cake:20:9
 // BAD: the parameters break 'lower_bound < 0' (require_params.cake:17:9): lower_bound = 0.5
-// INT: the parameters break 'steps > 0 && T % steps == T % steps' (require_params.cake:19:9): steps = 0, T = 4
+// INT: the dims and parameters break 'steps > 0 && T % steps == T % steps' (require_params.cake:19:9): steps = 0, T = 4
