@@ -219,6 +219,71 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
                         size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
 
+/* Context-parallel partitions (the first piece of KCP: the host side only)
+ *
+ * One packed sequence of T tokens, its documents given by cu_seqlens
+ * (ndocs + 1 offsets from 0 to T), is split across R ranks. Each rank holds
+ * some runs of tokens; cake_partition lists the runs of one rank as
+ * fragments. A fragment is a maximal run of consecutive tokens of one
+ * document that one rank holds, so the fragment before it in the same
+ * document, when there is one, is always on another rank.
+ *
+ * Layouts (blocks are half-open token ranges; divisions round down and
+ * are computed in int64 without overflow):
+ *   CAKE_LAYOUT_CONTIGUOUS: the stream in R blocks, cut at i*T/R; rank r
+ *     holds block r.
+ *   CAKE_LAYOUT_ZIGZAG: the stream in 2R blocks, cut at i*T/(2R); rank r
+ *     holds blocks r and 2R-1-r (rank R-1 the two middle ones, as one run).
+ *   CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT: each document [s, e) in 2R blocks,
+ *     cut at s + i*(e-s)/(2R); rank r holds blocks r and 2R-1-r of every
+ *     document.
+ * align (0 or a chunk size C in [1, 2^20]): every cut strictly inside a
+ * document [s, e) moves to the nearest chunk boundary of that document,
+ * s + k*C or e itself (the end of its last, partial chunk); a tie goes to
+ * the earlier one. Cuts at document boundaries stay. Then each fragment
+ * starts at s + k*C and ends at s + k'*C or at e: its chunks, counted from
+ * its start, are exactly chunks of the single-rank program (the exact mode
+ * of KCP, where the fp32 state passes rank to rank). Blocks may be empty
+ * (short documents, T < 2R, alignment); empty runs are dropped, and a rank
+ * may hold nothing at all (*nfrags = 0, local_cu = {0}).
+ *
+ * A rank's local stream is its fragments concatenated in increasing global
+ * order; each fragment is one local document. local_cu (nfrags + 1 offsets)
+ * is the cu_seqlens of that stream: give it to cake_plan_set_docs with the
+ * local token count local_cu[nfrags] as the plan's token dim, and the plan's
+ * chunk table is the rank's local chunk table. Local token i of fragment f
+ * is global token f.start + (i - f.local_start).
+ *
+ * Arguments: cu_seqlens (host memory, read at indices 0..ndocs; validated
+ * as cake_plan_set_docs does: 1 <= ndocs < 2^31 - 1, cu_seqlens[0] = 0,
+ * non-decreasing, cu_seqlens[ndocs] = T, the first bad index named,
+ * CAKE_ERR_PLAN), T in [0, 2^31), 1 <= R <= CAKE_MAX_RANKS, 0 <= rank < R,
+ * a known layout, align in [0, 2^20] (CAKE_ERR_ARGUMENT otherwise).
+ * frags NULL asks for the count only: *nfrags is written, nothing else
+ * (local_cu must then be NULL too). Otherwise frags holds cap entries and
+ * local_cu, when not NULL, cap + 1; fewer than needed is CAKE_ERR_ARGUMENT
+ * naming the count, which is also left in *nfrags. On any other error
+ * nothing is written. No memory is allocated. */
+enum { CAKE_MAX_RANKS = 4096, CAKE_MAX_ALIGN = 1 << 20 };
+typedef enum cake_layout {
+  CAKE_LAYOUT_CONTIGUOUS,
+  CAKE_LAYOUT_ZIGZAG,
+  CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT,
+} cake_layout;
+const char *cake_layout_name(cake_layout l); /* "contiguous", "zigzag", "zigzag_per_document"; NULL if unknown */
+typedef struct cake_fragment {
+  int64_t start, end;   /* global tokens [start, end), inside document `doc` */
+  int64_t local_start;  /* its first token in the rank's local stream (= local_cu[f]) */
+  int32_t doc;          /* the global document index (an empty document holds no fragment) */
+  int32_t continues;    /* 1: tokens of the document come before it: it needs an incoming state */
+  int32_t continued;    /* 1: tokens of the document come after it: its final state is needed later */
+  int32_t prev_rank;    /* the rank holding the fragment just before it in the document, or -1 */
+  int32_t next_rank;    /* the rank holding the fragment just after it in the document, or -1 */
+} cake_fragment;
+cake_status cake_partition(const int32_t *cu_seqlens, int64_t ndocs, int64_t T, int32_t R, int32_t rank,
+                           cake_layout layout, int32_t align, cake_fragment *frags, int64_t cap,
+                           int64_t *nfrags, int32_t *local_cu);
+
 /* The multiprocessor count of the current device; leaves *n alone without one.
  * Without a driver, the message names libcuda.so.1 and the loader's reason. */
 cake_status cake_device_sm_count(int *n);
