@@ -269,6 +269,16 @@ static void test_by_hand(void **st) {
   expect_frag(&f[0], 0, 2, 0, 0, 0, 1, -1, 1);
   expect_frag(&f[1], 6, 8, 2, 0, 1, 0, 1, -1);
   expect_frag(&f[2], 8, 9, 4, 1, 0, 0, -1, -1);
+  /* the largest problem: T = 2^31 - 1, R = 4096 (products up to 8192 * T, no overflow); the middle rank */
+  static const int32_t big[] = {0, INT32_MAX};
+  assert_int_equal(cake_partition(big, 1, INT32_MAX, 4096, 4095, CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT, 0, f, 8, &n, lcu),
+                   CAKE_OK);
+  assert_int_equal(n, 1);
+  expect_frag(&f[0], 1073479679, 1074003967, 0, 0, 1, 1, 4094, 4094);
+  assert_int_equal(cake_partition(big, 1, INT32_MAX, 4096, 4095, CAKE_LAYOUT_ZIGZAG, 64, f, 8, &n, lcu), CAKE_OK);
+  assert_int_equal(n, 1);
+  expect_frag(&f[0], 1073479680, 1074003968, 0, 0, 1, 1, 4094, 4094);
+  assert_int_equal(lcu[1], 1074003968 - 1073479680);
   assert_string_equal(cake_layout_name(CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT), "zigzag_per_document");
   assert_null(cake_layout_name((cake_layout)7));
 }
