@@ -74,9 +74,11 @@
 //   dgate    (in-kernel gates) per head: those partial sums, added in chunk
 //            order over the whole sequence
 // Each chunk-parallel stage fits one thread block's shared memory; the
-// stages hand on temps. Workspace per token and value head: 8,616 B with
-// save = ckpt, 7,592 B with save = states (4.5 / 4.0 GB at T = 32768,
-// HV = 16), of which the start states and their gradients (f32) are 1 KB each.
+// stages hand on temps. Temps share the workspace by live range: per token
+// and value head it is what the busiest stage (dnext) holds, 4,624 B with
+// save = ckpt and 3,600 B (+ 1,024 B saved) with save = states (2.26 GiB
+// either way at T = 32768, HV = 16; one after another the temps would take
+// 8,616 / 7,592 B); the start states and their gradients (f32) are 1 KB each.
 // No sum depends on the order blocks run in: the result is bitwise
 // repeatable.
 //
