@@ -164,14 +164,8 @@ cake_status cake_partition(const int32_t *cu, int64_t ndocs, int64_t T, int32_t 
   if (T < 0 || T > INT32_MAX)
     return rt_fail(CAKE_ERR_ARGUMENT, "cake_partition: T = %lld is out of range [0, 2^31)", (long long)T);
   if (frags && cap < 0) return rt_fail(CAKE_ERR_ARGUMENT, "cake_partition: cap = %lld is negative", (long long)cap);
-  if (ndocs < 1 || ndocs > RT_MAX_DOCS)
-    return rt_fail(CAKE_ERR_ARGUMENT, "ndocs = %lld is out of range [1, %d]", (long long)ndocs, RT_MAX_DOCS);
-  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
-  for (int64_t i = 1; i <= ndocs; i++)
-    if (cu[i] < cu[i - 1])
-      return rt_fail(CAKE_ERR_PLAN,
-                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
-                     (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
+  cake_status s = rt_check_offsets(cu, ndocs); /* as cake_plan_set_docs */
+  if (s) return s;
   if (cu[ndocs] != T)
     return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[%lld] (the last offset) is %d but T is %lld", (long long)ndocs,
                    cu[ndocs], (long long)T);

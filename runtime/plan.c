@@ -19,9 +19,18 @@ static cake_status check_dim(const char *name, int64_t value) {
   return CAKE_OK;
 }
 
-static cake_status check_ndocs(int64_t ndocs) {
+/* The document count and the ndocs + 1 offsets of a packed sequence: the
+ * count in range, offsets from 0 that never decrease (the first bad index
+ * named). The last offset is the caller's to compare with its T. */
+cake_status rt_check_offsets(const int32_t *cu, int64_t ndocs) {
   if (ndocs < 1 || ndocs > RT_MAX_DOCS)
     return rt_fail(CAKE_ERR_ARGUMENT, "ndocs = %lld is out of range [1, %d]", (long long)ndocs, RT_MAX_DOCS);
+  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
+  for (int64_t i = 1; i <= ndocs; i++)
+    if (cu[i] < cu[i - 1])
+      return rt_fail(CAKE_ERR_PLAN,
+                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
+                     (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
   return CAKE_OK;
 }
 
@@ -104,14 +113,8 @@ cake_status cake_plan_get_dim(const cake_plan *p, const char *name, int64_t *val
 cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
   if (!p || !cu) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_docs: plan and cu_seqlens are required");
   if (p->prog->tokens_dim < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no token sequence", p->prog->name);
-  cake_status s = check_ndocs(ndocs);
+  cake_status s = rt_check_offsets(cu, ndocs);
   if (s) return s;
-  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
-  for (int64_t i = 1; i <= ndocs; i++)
-    if (cu[i] < cu[i - 1])
-      return rt_fail(CAKE_ERR_PLAN,
-                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
-                     (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
   int32_t *copy = rt_alloc(&p->al, sizeof(int32_t) * (size_t)(ndocs + 1));
   if (!copy) return CAKE_ERR_MEMORY;
   memcpy(copy, cu, sizeof(int32_t) * (size_t)(ndocs + 1));
