@@ -18,9 +18,10 @@ from . import autograd, cpu
 from .compiler import CompileError, compile, default_archs, emit, version
 from .kda import kda
 from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
-                      ERR_PLAN, ERR_TENSOR, F16, F32, I32, OK, Error, Package, Plan, Program, load, tensor)
+                      ERR_PLAN, ERR_TENSOR, F16, F32, I32, LAYOUTS, OK, Error, Package, Plan, Program, load,
+                      partition, tensor)
 
 __all__ = ['BF16', 'DTYPES', 'ERR_ARGUMENT', 'ERR_CUDA', 'ERR_IO', 'ERR_MEMORY', 'ERR_NOT_FOUND', 'ERR_PACKAGE',
-           'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'OK', 'CompileError', 'Error', 'Package', 'Plan',
-           'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load', 'tensor', 'version']
+           'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'LAYOUTS', 'OK', 'CompileError', 'Error', 'Package', 'Plan',
+           'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load', 'partition', 'tensor', 'version']
 __version__ = '0.1.0'

@@ -19,6 +19,12 @@ class Tensor(C.Structure):  # cake_tensor
                 ('shape', C.c_int64 * MAX_RANK), ('strides', C.c_int64 * MAX_RANK)]
 
 
+class Fragment(C.Structure):  # cake_fragment
+    _fields_ = [('start', C.c_int64), ('end', C.c_int64), ('local_start', C.c_int64), ('doc', C.c_int32),
+                ('continues', C.c_int32), ('continued', C.c_int32), ('prev_rank', C.c_int32),
+                ('next_rank', C.c_int32)]
+
+
 class Binding(C.Structure):  # cake_binding
     _fields_ = [('name', C.c_char_p), ('tensor', Tensor)]
 
@@ -146,6 +152,8 @@ def _declare_runtime(L):
         'cake_validate': (i32, [vp, s, P(Binding), i32]),
         'cake_launch': (i32, [vp, s, P(Binding), i32, C.c_uint64, sz, C.c_uint64, sz, vp]),
         'cake_device_sm_count': (i32, [P(i32)]),
+        'cake_partition': (i32, [P(C.c_int32), i64, i64, i32, i32, C.c_int, i32, P(Fragment), i64, P(i64),
+                                 P(C.c_int32)]),
         'cake_device_target': (i32, [C.c_char_p, sz]),
     }
     _apply(L, decl)

@@ -431,3 +431,32 @@ def _from_dlpack(obj):
     shape = [dl.shape[i] for i in range(dl.ndim)]
     st = [dl.strides[i] for i in range(dl.ndim)] if dl.strides else None
     return tensor((dl.data or 0) + dl.byte_offset, dt, shape, _strides_or_none(shape, st)), (obj, cap)
+
+
+LAYOUTS = ('contiguous', 'zigzag', 'zigzag_per_document')  # cake_layout, in order
+
+
+def partition(cu_seqlens, R, rank, layout='zigzag', align=0, T=None):
+    """The tokens rank `rank` of `R` owns when the packed sequence `cu_seqlens` (host offsets
+    0..T) is split by `layout` (cake_partition): a list of fragments, each a dict with start,
+    end (global tokens [start, end)), local_start, doc, continues, continued, prev_rank and
+    next_rank, and the rank's local cu_seqlens (one local document per fragment). align: 0, or
+    a chunk size: every cut inside a document at a multiple of it from the document's start."""
+    L = _lib.runtime()
+    cu = _host_offsets(cu_seqlens)
+    if layout not in LAYOUTS:
+        raise Error(ERR_ARGUMENT, f"unknown layout '{layout}' (one of {', '.join(LAYOUTS)})", 'CAKE_ERR_ARGUMENT')
+    bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
+    if bad:
+        raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset', 'CAKE_ERR_PLAN')
+    arr = (C.c_int32 * len(cu))(*cu)
+    ndocs, T = len(cu) - 1, cu[-1] if T is None else int(T)
+    n = C.c_int64()
+    args = (arr, ndocs, T, int(R), int(rank), LAYOUTS.index(layout), int(align))
+    _check(L, L.cake_partition(*args, None, 0, C.byref(n), None), 'partition')
+    frags = (_lib.Fragment * max(n.value, 1))()
+    local = (C.c_int32 * (n.value + 1))()
+    _check(L, L.cake_partition(*args, frags, n.value, C.byref(n), local), 'partition')
+    names = [f[0] for f in _lib.Fragment._fields_]
+    return [{k: getattr(frags[i], k) for k in names} for i in range(n.value)], list(local)
+

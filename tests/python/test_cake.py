@@ -206,5 +206,41 @@ class CakeTest(unittest.TestCase):
         gc.collect()
 
 
+class PartitionTest(unittest.TestCase):
+    """cake.partition over cake_partition: every token owned once, local offsets consistent."""
+
+    def test_every_token_once(self):
+        cu = [0, 15945, 15945 + 21845, 65536]
+        for layout in cake.LAYOUTS:
+            for R in (1, 2, 4):
+                for align in (0, 64):
+                    owned = []
+                    for rank in range(R):
+                        frags, local = cake.partition(cu, R, rank, layout, align)
+                        self.assertEqual(local[0], 0)
+                        self.assertEqual(len(local), len(frags) + 1)
+                        for i, f in enumerate(frags):
+                            self.assertEqual(f['local_start'], local[i])
+                            self.assertEqual(local[i + 1] - local[i], f['end'] - f['start'])
+                            self.assertTrue(cu[f['doc']] <= f['start'] < f['end'] <= cu[f['doc'] + 1])
+                            if align and f['continues']:
+                                self.assertEqual((f['start'] - cu[f['doc']]) % align, 0)
+                            owned.append((f['start'], f['end']))
+                    owned.sort()
+                    self.assertEqual(owned[0][0], 0)
+                    self.assertEqual(owned[-1][1], 65536)
+                    self.assertTrue(all(a[1] == b[0] for a, b in zip(owned, owned[1:])), (layout, R, align))
+        frags, local = cake.partition(cu, 1, 0, 'contiguous')
+        self.assertEqual(local, cu)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(cake.Error, 'must not decrease'):
+            cake.partition([0, 5, 3], 2, 0)
+        with self.assertRaisesRegex(cake.Error, 'unknown layout'):
+            cake.partition([0, 5], 2, 0, 'ring')
+        with self.assertRaisesRegex(cake.Error, 'rank'):
+            cake.partition([0, 5], 2, 2)
+
+
 if __name__ == '__main__':
     unittest.main()
