@@ -39,9 +39,11 @@ case "${1:-}" in
     shift
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt" || true
+    # CAKE_TESTS narrows the tests (names, e.g. "test_gla test_deltanet"); arguments go to each
     status=0 summary=""
     for t in .carry/bin/test_*; do
       name=$(basename "$t")
+      [ -z "${CAKE_TESTS:-}" ] || [[ " $CAKE_TESTS " == *" $name "* ]] || continue
       echo "== $name"
       rc=0
       "$t" "$(package_of "$name")" "$@" 2>&1 | tee "$out/$name.log" || rc=$?
