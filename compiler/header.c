@@ -178,7 +178,8 @@ static void emit_dims(Buf *b, const char *pn, const Group *g) {
       for (int x = 0; x < r && !seen; x++) seen = !strcmp(g->v[v]->requires[x].expr, q->expr);
       if (seen) continue;
       /* the text is dims, numbers and operators: nothing that could end a comment */
-      buf_printf(b, "%s *   require %s  (%s)", any ? "\n" : "\n * The plan checks the spec's requirements:\n", q->text,
+      buf_printf(b, "%s *   require %s  (%s)",
+                 any ? "\n" : "\n * The plan checks the spec's requirements (over dims and params):\n", q->text,
                  q->where);
       any = 1;
     }

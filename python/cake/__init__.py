@@ -16,7 +16,7 @@ python/), or the system loader (see cake._lib).
 """
 from . import autograd, cpu
 from .compiler import CompileError, compile, default_archs, emit, version
-from .kda import kda
+from .layers import kda
 from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
                       ERR_PLAN, ERR_TENSOR, F16, F32, I32, LAYOUTS, OK, Error, Package, Plan, Program, load,
                       partition, tensor)

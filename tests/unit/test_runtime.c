@@ -506,7 +506,7 @@ static const struct {
     {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'dtype': 'f32'}", "stage 'main': argument 'x' has dtype 'f32'; what it passes is bf16"},
     {"{'kind': 'buffer', 'name': 'x'}", "{'kind': 'buffer', 'name': 'x', 'shape': ['T', 'H', 32]}", "stage 'main': argument 'x' has another shape than its tensor"},
     {"{'kind': 'parameter', 'name': 'scale'}", "{'kind': 'parameter', 'name': 'scale', 'dtype': 'i32'}", "argument 'scale' has dtype 'i32'; what it passes is f32"},
-    /* requirements: each a text, a location, and an expression over the program's dims */
+    /* requirements: each a text, a location, and an expression over the program's dims and params */
     {"'requires': [", "'requires': 5, 'x': [", "program 'p' (m=a): 'requires' must be an array, not a number"},
     {"'requires': [{", "'requires': [7, {", "requires[0]: must be an object, not a number"},
     {"'text': 'H >= 0', ", "", "requires[0]: 'text' is missing"},

@@ -45,7 +45,7 @@ entry only_k = k
 // CHECK-NEXT: typedef enum hdr_tile {
 // CHECK-NEXT:   HDR_TILE_DEFAULT = 0,
 // CHECK: /* The problem's dims (every one is required).
-// CHECK-NEXT: * The plan checks the spec's requirements:
+// CHECK-NEXT: * The plan checks the spec's requirements (over dims and params):
 // CHECK-NEXT: *   require H > 0  (header.cake:14:9)
 // CHECK-NEXT: *   require T % C == 0 || N > 1  (header.cake:16:11)
 // CHECK-NEXT: */

@@ -1,5 +1,6 @@
-"""cake.kda - KDA (Kimi Delta Attention) training as a layer op: forward and backward of the
-kda_train program through cake.autograd.TrainingOp, with the forward's options.
+"""cake.layers - layer ops over the shipped training programs. cake.kda: KDA (Kimi Delta
+Attention) training, forward and backward of the kda_train program through
+cake.autograd.TrainingOp, with the forward's options.
 
     o, ht = cake.kda(q, k, v, g, beta, A_log=A_log, dt_bias=dt_bias, cu_seqlens=cu,
                      output_final_state=True)
