@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from .runtime import ERR_ARGUMENT, ERR_IO, Error
+from .runtime import ERR_ARGUMENT, ERR_IO, Error, _options_text
 
 
 class Array:
@@ -104,10 +104,6 @@ def _as_output(shape, data, torch):
     return torch.tensor(list(data), dtype=torch.float64).reshape(shape)
 
 
-def _kv(d):
-    return ','.join(f'{k}={str(v).lower() if isinstance(v, bool) else v}' for k, v in d.items())
-
-
 def _spec_path(spec, tmp):
     """A path for `spec`: a path (str or os.PathLike) as given, else the text written to a file."""
     if isinstance(spec, os.PathLike):
@@ -141,14 +137,14 @@ _INTERFACES = {}
 def interface(spec, options=None, cakec=None):
     """{name: (role, dtype, optional)} of the tensors of the spec's variant chosen by `options`
     (the first variant when options leave several), from the compiler's checked program."""
-    key = (os.fspath(spec) if isinstance(spec, os.PathLike) else str(spec), _kv(options or {}))
+    key = (os.fspath(spec) if isinstance(spec, os.PathLike) else str(spec), _options_text(options))
     if key in _INTERFACES:
         return _INTERFACES[key]
     tmp = tempfile.mkdtemp(prefix='cake-if-')
     try:
         args = [cakec_path(cakec), _spec_path(spec, tmp), '--emit=cir']
         if options:
-            args += ['--option', _kv(options)]
+            args += ['--option', _options_text(options)]
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0:
             raise Error(ERR_ARGUMENT, p.stderr.strip() or f'cakec exited with {p.returncode}', 'cakec')
@@ -196,7 +192,7 @@ def run(spec, entry, tensors=None, dims=None, cu_seqlens=None, options=None, par
             cu = cu_seqlens.tolist() if hasattr(cu_seqlens, 'tolist') else list(cu_seqlens)
             args += ['--cu-seqlens', ','.join(str(int(c)) for c in cu)]
         if options:
-            args += ['--option', _kv(options)]
+            args += ['--option', _options_text(options)]
         for k, v in (params or {}).items():
             args += ['--param', f'{k}={_param_text(v)}']
         for name, x in (tensors or {}).items():

@@ -1,5 +1,8 @@
 /* spec_fixture.c - see spec_fixture.h. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "spec_fixture.h"
 
@@ -34,4 +37,28 @@ double fixture_err_ratio(const double *a, const double *b, size_t n) {
     sr += b[i] * b[i];
   }
   return sr > 0 ? sqrt(se / sr) : sqrt(se);
+}
+
+int fixture_run(const CirProgram *p, const char *entry, const InterpArgs *args) {
+  long long *dims = calloc((size_t)p->ndims + 1, sizeof(long long));
+  double **tensors = calloc((size_t)p->ntensors + 1, sizeof(double *));
+  if (!dims || !tensors) abort();
+  memcpy(dims, args->dims, sizeof(long long) * (size_t)p->ndims);
+  long long ndocs = args->cu_seqlens ? args->ndocs : 1;
+  if (p->docs_dim >= 0) dims[p->docs_dim] = ndocs;
+  if (p->chunks_dim >= 0)
+    dims[p->chunks_dim] = cake_interp_chunk_count(p, dims[p->tokens_dim], args->cu_seqlens, ndocs);
+  memcpy(tensors, args->tensors, sizeof(double *) * (size_t)p->ntensors);
+  for (int i = 0; i < p->ntensors; i++)
+    if (p->tensors[i]->role == ROLE_TEMP && !(tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], dims), 8)))
+      abort();
+  InterpArgs a = *args;
+  a.tensors = tensors;
+  char err[512];
+  int rc = cake_interp_run(p, entry, &a, err, sizeof err);
+  if (rc) fprintf(stderr, "interp: %s\n", err);
+  for (int i = 0; i < p->ntensors; i++)
+    if (p->tensors[i]->role == ROLE_TEMP) free(tensors[i]);
+  free(tensors), free(dims);
+  return rc;
 }

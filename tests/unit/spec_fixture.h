@@ -16,6 +16,12 @@ Program *fixture_parse_spec(Arena *arena, Diag *diag, const char *path, const ch
 double fixture_urand(uint64_t *s);
 double fixture_nrand(uint64_t *s);
 
+/* Runs `entry` on the interpreter with `args` (its tensors[] holding the
+ * program's in and out tensors), the temp tensors allocated here for the
+ * run's dims, documents and chunks and freed after it; an error is printed.
+ * Returns cake_interp_run's result. */
+int fixture_run(const CirProgram *p, const char *entry, const InterpArgs *args);
+
 /* RMS(a - b) / RMS(b) (RMS(a - b) when b is all zeros); infinite when a has
  * a non-finite element. */
 double fixture_err_ratio(const double *a, const double *b, size_t n);

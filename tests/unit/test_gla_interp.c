@@ -86,7 +86,6 @@ static void run_case(const Case *cs) {
   double *o = calloc(nv, 8), *ht = calloc(ns, 8), *ro = calloc(nv, 8), *rht = calloc(ns, 8);
 
   long long dims[8] = {0};
-  long long nchunks = cake_interp_chunk_count(p, T, cs->cu, N);
   dims[0] = T, dims[1] = N, dims[2] = H;
   double params[4] = {NAN, NAN, NAN, NAN};
   assert_int_equal(p->nparams, 1);
@@ -100,17 +99,8 @@ static void run_case(const Case *cs) {
   tensors[cir_tensor_index(p, "h0")] = cs->with_h0 ? in.h0 : NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = cs->with_ht ? ht : NULL;
-  long long tdims[8] = {T, N, H, nchunks};
-  void *temps[8];
-  int nt = 0;
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->role == ROLE_TEMP)
-      temps[nt++] = tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], tdims), 8);
   InterpArgs args = {dims, cs->cu, N, params, tensors, 0, 0};
-  char err[512];
-  int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
-  if (rc) fprintf(stderr, "interp: %s\n", err);
-  assert_int_equal(rc, 0);
+  assert_int_equal(fixture_run(p, "fwd", &args), 0); /* temps allocated there */
   int32_t cu32[8];
   for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];
   ref_gla_fwd(scale, T, H, K, V, cu32, N, in.q, in.k, in.v, in.g, cs->with_h0 ? in.h0 : NULL, ro, rht);
@@ -121,7 +111,6 @@ static void run_case(const Case *cs) {
   assert_true(eo > 1e-6); /* bf16 operands: the comparison sees real differences */
   free_inputs(&in);
   free(o), free(ht), free(ro), free(rht);
-  for (int i = 0; i < nt; i++) free(temps[i]);
 }
 
 static void h0_short_docs(void **st) {

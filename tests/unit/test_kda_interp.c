@@ -117,16 +117,8 @@ static void run_case(const Case *cs) {
   tensors[cir_tensor_index(p, "h0")] = cs->with_h0 ? h0 : NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = ht;
-  /* temps */
-  void *temps[8];
-  int nt = 0;
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->role == ROLE_TEMP) temps[nt++] = tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], dims), 8);
   InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0};
-  char err[512];
-  int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
-  if (rc) fprintf(stderr, "interp: %s\n", err);
-  assert_int_equal(rc, 0);
+  assert_int_equal(fixture_run(p, "fwd", &args), 0); /* temps allocated there */
   int32_t cu32[8];
   for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];
   ref_kda_fwd_gva(&ko, T, H, HV, K, V, cu32, N, q, k, v, g, beta, A_log, dt_bias, cs->with_h0 ? h0 : NULL, ro, rht);
@@ -137,7 +129,6 @@ static void run_case(const Case *cs) {
   assert_true(eo > 1e-6); /* bf16 operands: the comparison sees real differences */
   free(q), free(k), free(v), free(g), free(beta), free(A_log), free(dt_bias), free(h0);
   free(o), free(ht), free(ro), free(rht);
-  for (int i = 0; i < nt; i++) free(temps[i]);
 }
 
 static void safe_gate_with_h0(void **st) {

@@ -242,7 +242,7 @@ static void kda_forward_case(const Case *cs) {
   CirProgram *p = compile_spec(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", &set);
   long long nchunks = cake_interp_chunk_count(p, T, cs->cu, N);
   long long dims[5] = {T, N, H, H, nchunks}; /* T, N, H, HV (= H), chunks */
-  double *tensors[32] = {0}, *temps[8];
+  double *tensors[32] = {0};
   double *data[8] = {q, k, v, g, beta, A_log, dt_bias, h0};
   for (int i = 0; i < 8; i++) {
     int ti = cir_tensor_index(p, names[i]);
@@ -251,12 +251,8 @@ static void kda_forward_case(const Case *cs) {
   if (!cs->with_h0) tensors[cir_tensor_index(p, "h0")] = NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = ht;
-  int nt = 0;
-  for (int i = 0; i < p->ntensors; i++)
-    if (p->tensors[i]->role == ROLE_TEMP) temps[nt++] = tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], dims), 8);
   InterpArgs iargs = {dims, cs->cu, N, NULL, tensors, 0, 0};
-  char err[512];
-  if (cake_interp_run(p, "fwd", &iargs, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(fixture_run(p, "fwd", &iargs), 0); /* temps allocated there */
   same_bits("kda o", fo, o, nv);
   same_bits("kda ht", fht, ht, ns);
   int32_t cu32[4];
@@ -268,7 +264,6 @@ static void kda_forward_case(const Case *cs) {
   assert_true(eo > 1e-6);
   free(q), free(k), free(v), free(g), free(beta), free(A_log), free(dt_bias), free(h0);
   free(o), free(ht), free(ro), free(rht), free(fo), free(fht);
-  for (int i = 0; i < nt; i++) free(temps[i]);
 }
 
 static void kda_forward_safe_gate_h0(void **st) {
