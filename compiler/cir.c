@@ -104,6 +104,8 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
     if (in->op == OP_FOR) {
       if (in->counted)
         buf_printf(o, "for range %%%d carry(", in->args[0]->id);
+      else if (in->before)
+        buf_printf(o, "for over before(%%%d) carry(", in->args[0]->id);
       else if (in->all_chunks)
         buf_printf(o, "for over all %%%d chunks%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
       else
@@ -123,7 +125,9 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
       case OP_DIMVAL: buf_printf(o, " %s", p->dims[in->dim].name); break;
       case OP_PARAMVAL: buf_printf(o, " %s", in->param->name); break;
       case OP_GRIDVAR: buf_printf(o, " %s (axis %d)", k->axes[in->axis].var, in->axis); break;
-      case OP_CHUNKVAR: case OP_LOOPVAR: buf_printf(o, " of #%d", in->parent->id); break;
+      case OP_CHUNKVAR: case OP_LOOPVAR:
+        buf_printf(o, " %sof #%d", in->parent->before ? in->axis ? "fragment " : "rank " : "", in->parent->id);
+        break;
       case OP_CARRY: buf_printf(o, " %d of #%d", in->axis, in->parent->id); break;
       case OP_FORRES: buf_printf(o, " %d of #%d", in->axis, in->parent->id); break;
       case OP_LOAD:
@@ -175,7 +179,7 @@ void cir_dump(Buf *o, const CirProgram *p) {
       buf_printf(o, "  prefer %s when %s (%s) at %s\n", r->value, r->text, r->expr, r->where);
     }
   }
-  static const char *const roles[] = {"", " (tokens)", " (docs)", " (chunks)"};
+  static const char *const roles[] = {"", " (tokens)", " (docs)", " (chunks)", " (ranks)", " (fragments)"};
   for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s%s\n", p->dims[i].name, roles[p->dims[i].role]);
   if (p->chunk) buf_printf(o, "chunk %d\n", p->chunk);
   for (int i = 0; i < p->ntensors; i++) {
@@ -196,6 +200,10 @@ void cir_dump(Buf *o, const CirProgram *p) {
     buf_puts(o, "\n");
   }
   for (int i = 0; i < p->nkernels; i++) cir_dump_kernel(o, p, p->kernels[i]);
+  for (int i = 0; i < p->nexchanges; i++) {
+    const CirKernel *x = p->exchanges[i];
+    buf_printf(o, "exchange %s = %s(%s) -> %s\n", x->name, xchg_op_name(x->exchange), x->xsrc->name, x->xdst->name);
+  }
   for (int i = 0; i < p->nentries; i++) {
     const CirEntry *e = p->entries[i];
     buf_printf(o, "entry %s =", e->name);

@@ -24,7 +24,7 @@ typedef struct CirType {
 } CirType;
 
 /* A symbolic dimension bound at plan time. */
-typedef enum { DIM_USER, DIM_TOKENS, DIM_DOCS, DIM_CHUNKS } DimRole;
+typedef enum { DIM_USER, DIM_TOKENS, DIM_DOCS, DIM_CHUNKS, DIM_RANKS, DIM_FRAGMENTS } DimRole;
 typedef struct CirDim {
   const char *name;
   DimRole role;
@@ -94,6 +94,9 @@ typedef struct CirInst {
   CirBlock *body;           /* FOR */
   int reverse;              /* FOR */
   int all_chunks;           /* FOR: every chunk of every document; args[0] is then the chunk count */
+  int before;               /* FOR: the fragments before fragment args[0] in its document, on earlier
+                               ranks (a context-parallel program); LOOPVAR axis 0 = the rank, 1 = the
+                               fragment's index on that rank */
   int counted;              /* FOR: a counted loop `for i in range(n)`; args[0] is n (i32), its index a LOOPVAR */
   struct CirInst *parent;   /* CARRY, CHUNKVAR, LOOPVAR, YIELD: their FOR; FORRES: its FOR */
   int nuses;
@@ -105,9 +108,17 @@ struct CirBlock {
   int len, cap;
 };
 
+/* An exchange stage of a context-parallel program (between kernels). */
+typedef enum { XCHG_NONE = 0, XCHG_ALL_GATHER } XchgOp;
+const char *xchg_op_name(XchgOp op);
+
 typedef struct CirKernel {
   const char *name;
   Loc loc;
+  /* an exchange stage instead of a kernel: no grid, no body; `src` of every
+   * rank lands in `dst` (all_gather: dst[r, ...] = src of rank r) */
+  XchgOp exchange;
+  CirTensor *xsrc, *xdst;
   CirAxis axes[CIR_MAX_AXES];
   int naxes;
   int threads;
@@ -170,6 +181,10 @@ typedef struct CirProgram {
   CirDim *dims;
   int ndims;
   int tokens_dim, docs_dim; /* -1 if absent */
+  int ranks_dim, frags_dim; /* `ranks R, fragments F` of a context-parallel program (F: the most fragments
+                               any rank holds); -1 if absent */
+  CirKernel **exchanges;    /* its exchange stages (not in `kernels`: nothing to compile) */
+  int nexchanges;
   int chunk;                /* chunk size; 0 if there is no sequence */
   CirTensor **tensors;
   int ntensors;

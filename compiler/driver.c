@@ -858,12 +858,23 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
                    progs[i]->src->name);
       }
   if (c->diag.errors) return rc ? rc : 1;
+  /* Context-parallel programs run in the interpreter so far: their fragment
+   * tables and exchanges have no GPU lowering, manifest form or launcher yet. */
+  for (int i = 0; i < nprogs && (c->emit == EMIT_HEADER || c->emit > EMIT_LIVE); i++)
+    if (progs[i]->ranks_dim >= 0) {
+      Loc at = progs[i]->dims[progs[i]->ranks_dim].loc;
+      diag_error(&c->diag, at,
+                 "program '%s' is context-parallel (`ranks`): it runs on the CPU interpreter only so far "
+                 "(cake_interp_run_ranks); compiling it for a GPU is not supported yet",
+                 progs[i]->name);
+      return 1;
+    }
+
   if (c->emit == EMIT_HEADER) {
     sort_programs(&c->progs);
     emit_headers(&c->text, (CirProgram **)c->progs.items, c->progs.len, &c->arena);
   }
   if (c->emit <= EMIT_LIVE) return rc;
-
   c->be = backend_create(&c->diag, opt->cuda_root);
   if (!c->be) return 2;
   if (c->emit >= EMIT_CUBIN && ensure_dir(c, opt->output)) return 2;

@@ -305,7 +305,16 @@ static void exec_for(Interp *I, const CirInst *f) {
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
   }
   long long lo, hi;
-  if (f->counted) lo = 0, hi = n > 0 ? n : 0; /* i = 0 .. n - 1 */
+  const int *pairs = NULL;
+  if (f->before) {
+    if (!I->args->frags) {
+      fail(I, f, "a loop over before(n) needs the fragments of the ranks: it runs on ranks "
+                 "(cake_interp_run_ranks)");
+      return;
+    }
+    lo = 0, hi = I->args->frags[n].before_count;
+    pairs = I->args->before + 2 * I->args->frags[n].before_first;
+  } else if (f->counted) lo = 0, hi = n > 0 ? n : 0; /* i = 0 .. n - 1 */
   else if (f->all_chunks) lo = 0, hi = n;
   else lo = I->doc_first[n], hi = I->doc_first[n + 1];
   const CirBlock *body = f->body;
@@ -313,7 +322,8 @@ static void exec_for(Interp *I, const CirInst *f) {
     long long c = f->reverse ? hi - 1 - step : lo + step;
     for (int i = 0; i < body->len; i++) {
       const CirInst *in = body->insts[i];
-      if (in->op == OP_CHUNKVAR || in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)c;
+      if (pairs && in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)pairs[2 * c + in->axis];
+      else if (in->op == OP_CHUNKVAR || in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)c;
       else if (in->op == OP_CARRY) {
         Tile *t = def(I, in);
         memcpy(t->v, carry[in->axis].v, sizeof(double) * (size_t)numel(in->ty));
@@ -380,6 +390,16 @@ static void exec_inst(Interp *I, const CirInst *in) {
         case OP_GRIDVAR: t->v[0] = (double)I->grid[in->axis]; break;
         default: cake_die("unhandled leaf");
       }
+      return;
+    }
+    case OK_FRAG: {
+      if (!I->args->frags) {
+        fail(I, in, "%s() needs the fragments of the ranks: the program runs on ranks (cake_interp_run_ranks)",
+             cake_ops[in->op].spelling);
+        return;
+      }
+      const InterpFrag *fr = &I->args->frags[(long long)val(I, in->args[0])->v[0]];
+      def(I, in)->v[0] = in->op == OP_CONTINUES ? fr->continues : fr->continued;
       return;
     }
     case OK_VALID: {
@@ -639,72 +659,169 @@ static void poison(Interp *I, int t) {
   for (long long i = 0; i < n; i++) x[i] = v;
 }
 
-int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen) {
-  Interp I = {0};
-  I.p = p;
-  I.args = args;
-  I.err = err;
-  I.errlen = errlen;
-  const CirEntry *en = NULL;
+/* One rank's run of an entry: set up by run_begin, a stage at a time by
+ * run_stage, released by run_end. */
+typedef struct Run {
+  Interp I;
+  const CirEntry *en;
+  CirLiveness lv;
+  int ei;
+} Run;
+
+static const CirEntry *find_entry(const CirProgram *p, const char *entry) {
   for (int i = 0; i < p->nentries; i++)
-    if (!strcmp(p->entries[i]->name, entry)) en = p->entries[i];
-  if (!en) {
-    snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
-    return -1;
-  }
-  I.dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
+    if (!strcmp(p->entries[i]->name, entry)) return p->entries[i];
+  return NULL;
+}
+
+/* -1 (message in err) when the arguments are wrong; run_end releases either way. */
+static int run_begin(Run *R, const CirProgram *p, const CirEntry *en, const InterpArgs *args, char *err,
+                     size_t errlen) {
+  Interp *I = &R->I;
+  I->p = p;
+  I->args = args;
+  I->err = err;
+  I->errlen = errlen;
+  R->en = en;
+  I->dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
   for (int i = 0; i < p->ndims; i++) /* the docs and chunks dims are computed below */
-    if (p->dims[i].role == DIM_USER || p->dims[i].role == DIM_TOKENS) I.dims[i] = args->dims[i];
+    if (p->dims[i].role != DIM_DOCS && p->dims[i].role != DIM_CHUNKS) I->dims[i] = args->dims[i];
   /* the chunk table */
-  long long T = p->tokens_dim >= 0 ? I.dims[p->tokens_dim] : 0;
-  I.ndocs = args->cu_seqlens ? args->ndocs : 1;
-  if (p->docs_dim >= 0) I.dims[p->docs_dim] = I.ndocs;
-  I.doc_first = cake_xcalloc((size_t)I.ndocs + 1, sizeof(long long));
-  long long cap = p->chunk ? T / p->chunk + I.ndocs + 1 : 1;
-  I.chunks = cake_xcalloc((size_t)cap, sizeof(Chunk));
-  for (long long d = 0; d < I.ndocs && p->chunk; d++) {
+  long long T = p->tokens_dim >= 0 ? I->dims[p->tokens_dim] : 0;
+  I->ndocs = args->cu_seqlens ? args->ndocs : 1;
+  if (p->docs_dim >= 0) I->dims[p->docs_dim] = I->ndocs;
+  I->doc_first = cake_xcalloc((size_t)I->ndocs + 1, sizeof(long long));
+  long long cap = p->chunk ? T / p->chunk + I->ndocs + 1 : 1;
+  I->chunks = cake_xcalloc((size_t)cap, sizeof(Chunk));
+  cir_liveness(p, &R->lv);
+  for (int i = 0; i < p->nentries; i++)
+    if (p->entries[i] == en) R->ei = i;
+  for (long long d = 0; d < I->ndocs && p->chunk; d++) {
     long long s = args->cu_seqlens ? args->cu_seqlens[d] : 0;
     long long e = args->cu_seqlens ? args->cu_seqlens[d + 1] : T;
     if (s < 0 || e < s || e > T) {
       snprintf(err, errlen, "cu_seqlens is not a nondecreasing sequence within [0, %lld] at doc %lld", T, d);
-      free(I.dims); free(I.doc_first); free(I.chunks);
-      return -1;
+      return I->failed = -1;
     }
-    I.doc_first[d] = I.nchunks;
+    I->doc_first[d] = I->nchunks;
     for (long long t = s; t < e; t += p->chunk)
-      I.chunks[I.nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d};
+      I->chunks[I->nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d};
   }
-  I.doc_first[I.ndocs] = I.nchunks;
-  if (p->chunks_dim >= 0) I.dims[p->chunks_dim] = I.nchunks;
-  if (check_requires(p, I.dims, args, err, errlen)) I.failed = 1;
-  for (int i = 0; i < p->ntensors && !I.failed; i++)
+  I->doc_first[I->ndocs] = I->nchunks;
+  if (p->chunks_dim >= 0) I->dims[p->chunks_dim] = I->nchunks;
+  if (check_requires(p, I->dims, args, err, errlen)) return I->failed = -1;
+  for (int i = 0; i < p->ntensors; i++)
     if (!args->tensors[i] && !p->tensors[i]->optional) {
       snprintf(err, errlen, "tensor '%s' is required", p->tensors[i]->name);
-      I.failed = 1;
+      return I->failed = -1;
     }
   /* A temp holds a value only within its live ranges: the runtime may give
    * its bytes to another temp outside them. So it is poisoned at the start of
    * the entry (unless pinned: it then keeps its value across entries), before
    * the first stage of its range and after the last one. */
-  CirLiveness lv;
-  cir_liveness(p, &lv);
-  int ei = 0;
-  for (int i = 0; i < p->nentries; i++)
-    if (p->entries[i] == en) ei = i;
-  for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
-    if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t]) poison(&I, t);
-  for (int s = 0; s < en->nstages && !I.failed; s++) {
-    /* and again where its range starts: what a stage before it stored (a
-     * range that starts too late) is lost */
-    for (int t = 0; t < p->ntensors && !args->keep_temps && s > 0; t++)
-      if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).first == s) poison(&I, t);
-    run_kernel(&I, en->stages[s]);
-    for (int t = 0; t < p->ntensors && !args->keep_temps && !I.failed; t++)
-      if (p->tensors[t]->role == ROLE_TEMP && !lv.pinned[t] && cir_live_of(&lv, t, ei).last == s) poison(&I, t);
+  for (int t = 0; t < p->ntensors && !args->keep_temps; t++)
+    if (p->tensors[t]->role == ROLE_TEMP && !R->lv.pinned[t]) poison(I, t);
+  return 0;
+}
+
+/* Around stage s: poison the temps whose ranges start (before) or end (after) there. */
+static void poison_at(Run *R, int s, int start) {
+  const CirProgram *p = R->I.p;
+  if (R->I.args->keep_temps || R->I.failed || (start && s == 0)) return;
+  for (int t = 0; t < p->ntensors; t++) {
+    if (p->tensors[t]->role != ROLE_TEMP || R->lv.pinned[t]) continue;
+    CirLive l = cir_live_of(&R->lv, t, R->ei);
+    if ((start ? l.first : l.last) == s) poison(&R->I, t);
   }
-  cir_liveness_free(&lv);
-  free(I.dims);
-  free(I.doc_first);
-  free(I.chunks);
-  return I.failed ? -1 : 0;
+}
+
+static void run_stage(Run *R, int s) {
+  poison_at(R, s, 1); /* what a stage before its range stored (a range that starts too late) is lost */
+  run_kernel(&R->I, R->en->stages[s]);
+  poison_at(R, s, 0);
+}
+
+static void run_end(Run *R) {
+  cir_liveness_free(&R->lv);
+  free(R->I.dims);
+  free(R->I.doc_first);
+  free(R->I.chunks);
+}
+
+int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen) {
+  const CirEntry *en = find_entry(p, entry);
+  if (!en) {
+    snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
+    return -1;
+  }
+  for (int s = 0; s < en->nstages; s++)
+    if (en->stages[s]->exchange) {
+      snprintf(err, errlen, "entry '%s' exchanges data with other ranks (stage '%s'): it runs on ranks "
+               "(cake_interp_run_ranks)", en->name, en->stages[s]->name);
+      return -1;
+    }
+  Run R = {0};
+  run_begin(&R, p, en, args, err, errlen);
+  for (int s = 0; s < en->nstages && !R.I.failed; s++) run_stage(&R, s);
+  run_end(&R);
+  return R.I.failed ? -1 : 0;
+}
+
+/* all_gather: every rank's src into every rank's dst, rank r's at [r, ...]. */
+static void all_gather(Run *runs, int n, const CirKernel *x) {
+  const CirProgram *p = runs[0].I.p;
+  long long m = cake_interp_numel(p, x->xsrc, runs[0].I.dims);
+  for (int q = 0; q < n; q++) {
+    double *dst = runs[q].I.args->tensors[x->xdst->index];
+    for (int r = 0; r < n; r++) {
+      const double *src = runs[r].I.args->tensors[x->xsrc->index];
+      memcpy(dst + (size_t)r * (size_t)m, src, sizeof(double) * (size_t)m);
+    }
+  }
+}
+
+int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, const InterpArgs *const *args, char *err,
+                          size_t errlen) {
+  const CirEntry *en = find_entry(p, entry);
+  if (!en) {
+    snprintf(err, errlen, "program '%s' has no entry '%s'", p->name, entry);
+    return -1;
+  }
+  if (nranks < 1 || p->ranks_dim < 0) {
+    snprintf(err, errlen, p->ranks_dim < 0 ? "program '%s' is not context-parallel (it has no `ranks` declaration)"
+                                           : "program '%s' needs at least one rank", p->name);
+    return -1;
+  }
+  for (int r = 0; r < nranks; r++)
+    for (int i = 0; i < p->ndims; i++)
+      if ((i == p->ranks_dim && args[r]->dims[i] != nranks) ||
+          (p->dims[i].role != DIM_TOKENS && p->dims[i].role != DIM_DOCS && p->dims[i].role != DIM_CHUNKS &&
+           args[r]->dims[i] != args[0]->dims[i])) {
+        snprintf(err, errlen, "rank %d: dim %s = %lld, but %s", r, p->dims[i].name, args[r]->dims[i],
+                 i == p->ranks_dim ? "the program runs on a different number of ranks"
+                                   : "rank 0 has another value (only the tokens, docs and chunks differ)");
+        return -1;
+      }
+  Run *runs = cake_xcalloc((size_t)nranks, sizeof(Run));
+  char msg[1024];
+  int failed = -1;
+  for (int r = 0; r < nranks && failed < 0; r++)
+    if (run_begin(&runs[r], p, en, args[r], msg, sizeof msg)) failed = r;
+  for (int s = 0; s < en->nstages && failed < 0; s++) {
+    const CirKernel *k = en->stages[s];
+    if (k->exchange) {
+      for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 1);
+      all_gather(runs, nranks, k);
+      for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 0);
+      continue;
+    }
+    for (int r = 0; r < nranks && failed < 0; r++) {
+      run_stage(&runs[r], s);
+      if (runs[r].I.failed) failed = r;
+    }
+  }
+  if (failed >= 0) snprintf(err, errlen, "rank %d: %s", failed, msg);
+  for (int r = 0; r < nranks; r++) run_end(&runs[r]);
+  free(runs);
+  return failed >= 0 ? -1 : 0;
 }

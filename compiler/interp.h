@@ -16,6 +16,16 @@
 
 #include "cir.h"
 
+/* Where one fragment (a local document of a context-parallel program) sits
+ * in its document: the values of continues(n) and continued(n), and the
+ * fragments before it in its document (on other ranks), in document order,
+ * as (rank, local fragment index) pairs before[2 * i], before[2 * i + 1]
+ * for i in [before_first, before_first + before_count). */
+typedef struct InterpFrag {
+  int continues, continued;
+  long long before_first, before_count;
+} InterpFrag;
+
 typedef struct InterpArgs {
   const long long *dims;    /* value per CirProgram dim; the entries of the docs and chunks dims
                                are not read (they come from cu_seqlens and the chunk size) */
@@ -30,10 +40,22 @@ typedef struct InterpArgs {
                                last (NaN, or INT32_MIN for i32), so that a range too short shows in the
                                results;
                                1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
+  const InterpFrag *frags;  /* a context-parallel program: one per local document (fragment), or NULL */
+  const int *before;        /* the (rank, fragment) pairs the fragments' before_first index */
 } InterpArgs;
 
-/* 0 on success; on failure a message in err. */
+/* 0 on success; on failure a message in err. An entry with an exchange
+ * stage needs the ranks: cake_interp_run_ranks. */
 int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen);
+
+/* A context-parallel program's entry on `nranks` ranks, args[r] rank r's
+ * (its local dims, cu_seqlens, fragments and tensors; the ranks and slots
+ * dims the same everywhere): the stages in lockstep, rank by rank, and at an
+ * exchange stage every rank's source copied into every rank's destination
+ * (all_gather: dst[r, ...] = rank r's src). 0 on success; on failure a
+ * message naming the rank. */
+int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, const InterpArgs *const *args, char *err,
+                          size_t errlen);
 
 /* The number of chunks of T tokens split into documents (cu_seqlens may be NULL). */
 long long cake_interp_chunk_count(const CirProgram *p, long long T, const long long *cu_seqlens, long long ndocs);

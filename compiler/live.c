@@ -34,8 +34,16 @@ void cir_liveness(const CirProgram *p, CirLiveness *out) {
   for (int k = 0; k < p->nkernels; k++) scan(&p->kernels[k]->body, acc + (size_t)p->kernels[k]->index * (size_t)nt);
   for (int e = 0; e < ne; e++) {
     const CirEntry *en = p->entries[e];
+    int *xacc = cake_xcalloc((size_t)nt + 1, sizeof(int)); /* an exchange: reads src, writes dst */
     for (int s = 0; s < en->nstages; s++) {
-      const int *a = acc + (size_t)en->stages[s]->index * (size_t)nt;
+      const CirKernel *k = en->stages[s];
+      const int *a = acc + (size_t)k->index * (size_t)nt;
+      if (k->exchange) {
+        memset(xacc, 0, sizeof(int) * (size_t)nt);
+        xacc[k->xsrc->index] = ACC_LOAD | ACC_READ_FIRST;
+        xacc[k->xdst->index] = ACC_STORE;
+        a = xacc;
+      }
       for (int t = 0; t < nt; t++) {
         if (p->tensors[t]->role != ROLE_TEMP || !a[t]) continue;
         CirLive *l = &out->live[t * ne + e];
@@ -46,6 +54,7 @@ void cir_liveness(const CirProgram *p, CirLiveness *out) {
         l->last = s;
       }
     }
+    free(xacc);
   }
   free(acc);
 }

@@ -24,6 +24,10 @@
   X(LOOPVAR, "loopvar", OK_LEAF, 0, "the index of a counted loop, i32")                          \
   X(CARRY, "carry", OK_LEAF, 0, "a scan's carried value inside its body")                        \
   X(VALID, "valid", OK_VALID, 1, "valid(c) -> bool[C]: rows of chunk c inside its document")     \
+  X(CONTINUES, "continues", OK_FRAG, 1,                                                           \
+    "continues(n) -> bool: fragment n continues a document from an earlier rank")               \
+  X(CONTINUED, "continued", OK_FRAG, 1,                                                           \
+    "continued(n) -> bool: a later rank continues fragment n's document")                        \
   /* memory */                                                                                   \
   X(LOAD, "load", OK_MEM, -1, "load t[idx] -> the window's tile, t's dtype")                     \
   X(STORE, "store", OK_MEM, -1, "store t[idx] = v; v must have t's dtype and the window's shape") \
@@ -91,6 +95,7 @@
 typedef enum {
   OK_LEAF,
   OK_VALID,
+  OK_FRAG,     /* continues(n), continued(n): a fragment's place in its document (ranks) */
   OK_MEM,
   OK_UNARY,
   OK_LOGIC1,

@@ -820,6 +820,10 @@ static int is_chunk_index(const CirInst *v) {
   return v->op == OP_GRIDVAR && v->parent == NULL && v->axis >= 0 && v->ival == GA_CHUNKS;
 }
 
+static int is_docs_index(const CirInst *v) {
+  return v->op == OP_GRIDVAR && v->parent == NULL && v->axis >= 0 && v->ival == GA_DOCS;
+}
+
 static CirInst *expr(Sema *s, const Expr *e);
 
 static CirInst *const_inst(Sema *s, Loc loc, CVal v) {
@@ -1153,7 +1157,10 @@ static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, C
     }
     CirExtent range = ga->extent;
     if (ga->kind == GA_DOCS) range = (CirExtent){s->p->docs_dim, 0};
-    if (!extent_eq(range, ext)) {
+    /* a fragment also indexes per-fragment data of the size every rank shares
+     * (`ranks R, fragments F`: no rank holds more than F) */
+    int frag_axis = ga->kind == GA_DOCS && s->p->frags_dim >= 0 && ext.sym == s->p->frags_dim;
+    if (!extent_eq(range, ext) && !frag_axis) {
       char rname[64];
       cir_extent_str(rname, sizeof rname, s->p, range);
       ERR(ix->loc, "index '%s' runs over %s, but axis %d of '%s' has extent %s", ga->var, rname, axis,
@@ -1296,6 +1303,20 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
     return poison(s, e->loc);
   }
   Loc loc = e->loc;
+  if (oi->kind == OK_FRAG) {
+    if (s->p->ranks_dim < 0) {
+      ERR(loc, "%s() asks where a fragment sits in its document: it needs a context-parallel program "
+               "(a `ranks` declaration)", e->name);
+      return poison(s, loc);
+    }
+    CirInst *n = expr(s, e->args.items[0]);
+    if (is_poison(n)) return poison(s, loc);
+    if (!is_docs_index(n)) {
+      ERR(((Expr *)e->args.items[0])->loc, "%s() takes a fragment (a grid index over docs)", e->name);
+      return poison(s, loc);
+    }
+    return emit(s, op, ty0(DT_BOOL), loc, 1, n);
+  }
   if (oi->kind == OK_VALID) {
     CirInst *c = expr(s, e->args.items[0]);
     if (is_poison(c)) return poison(s, loc);
@@ -1679,7 +1700,7 @@ static CirInst *range_count(Sema *s, const Stmt *st) {
 static int for_stmt(Sema *s, const Stmt *st) {
   int counted = st->value != NULL;
   if (s->scan) {
-    if (counted || s->scan->counted) ERR(st->loc, "loops do not nest: this 'for' is inside another loop");
+    if (counted || st->before || s->scan->counted || s->scan->before) ERR(st->loc, "loops do not nest: this 'for' is inside another loop");
     else ERR(st->loc, "scans do not nest: this 'for' is inside another scan");
     return 0;
   }
@@ -1687,6 +1708,23 @@ static int for_stmt(Sema *s, const Stmt *st) {
   if (counted) {
     first = range_count(s, st);
     if (!first) return 0;
+  } else if (st->before) {
+    if (s->p->ranks_dim < 0) {
+      ERR(st->doc_loc, "a loop over `before(%s)` walks the fragments of other ranks: it needs a context-parallel "
+                       "program (a `ranks` declaration)", st->doc);
+      return 0;
+    }
+    Binding *db = lookup(s, st->doc);
+    if (!db || !db->is_grid || !is_docs_index(db->v)) {
+      ERR(st->doc_loc, "'%s' is not a grid index over docs; `before(n)` takes a fragment, so the kernel needs an "
+                       "axis like `n in docs`", st->doc);
+      return 0;
+    }
+    if (!strcmp(st->name, st->name2)) {
+      ERR(st->name2_loc, "the rank and the fragment of a `before` loop need two different names");
+      return 0;
+    }
+    first = db->v;
   } else if (st->doc) {
     Binding *db = lookup(s, st->doc);
     if (!db || !db->is_grid || db->v->ival != GA_DOCS) {
@@ -1704,6 +1742,7 @@ static int for_stmt(Sema *s, const Stmt *st) {
   f->args[0] = first;
   f->counted = counted;
   f->all_chunks = st->doc == NULL && !counted;
+  f->before = st->before;
   f->reverse = st->reverse;
   f->body = arena_alloc(s->a, sizeof(CirBlock));
   Binding *carry_b[CAKE_MAX_CARRIES];
@@ -1738,10 +1777,16 @@ static int for_stmt(Sema *s, const Stmt *st) {
   s->cur = f->body;
   s->scan = f;
   s->depth++;
-  CirInst *cv = emit(s, counted ? OP_LOOPVAR : OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
+  CirInst *cv = emit(s, counted || st->before ? OP_LOOPVAR : OP_CHUNKVAR, ty0(DT_I32), st->name_loc, 0);
   cv->parent = f;
   Binding *cb = bind(s, st->name, cv, st->name_loc);
   cb->is_grid = 1;
+  if (st->before) { /* the second name: the fragment's index on its rank */
+    CirInst *sv = emit(s, OP_LOOPVAR, ty0(DT_I32), st->name2_loc, 0);
+    sv->parent = f;
+    sv->axis = 1;
+    bind(s, st->name2, sv, st->name2_loc)->is_grid = 1;
+  }
   for (int i = 0; i < nc; i++) {
     const Ident *id = st->carries.items[i];
     CirInst *c = emit(s, OP_CARRY, f->args[i + 1]->ty, id->loc, 0);
@@ -1958,6 +2003,8 @@ static void poison_decl_names(Sema *s, const PtrVec *decls) {
       case D_KERNEL:
       case D_ENTRY: poison_name(s, &d->name); break;
       case D_SEQUENCE: s->lost_sequence = 1; break;
+      case D_EXCHANGE: poison_name(s, &d->name); break;
+      case D_RANKS:
       case D_OPTION:
       case D_REQUIRE: break; /* defines no name */
     }
@@ -2069,6 +2116,122 @@ int cake_program_options(Arena *arena, Diag *diag, const Program *ast, CirOption
   }
   *out = opts;
   return diag->errors == errors0 ? k : -1;
+}
+
+/* `ranks R [, fragments F]`: R (and F) must be dims declared before, and
+ * the program a sequence of documents, whose docs are then this rank's
+ * fragments; F is the most fragments any rank holds (the runtime sets it),
+ * the extent of per-fragment data that ranks exchange. */
+static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
+  CirProgram *p = s->p;
+  if (p->ranks_dim >= 0) {
+    ERR(d->loc, "a program has one `ranks` declaration");
+    return;
+  }
+  if (!seq || p->docs_dim < 0) {
+    if (!s->lost_sequence)
+      ERR(d->loc, "a context-parallel program splits a sequence of documents: declare `sequence T, docs N, chunk C` "
+                  "before `ranks`");
+    return;
+  }
+  const Ident *ids[2] = {&d->name, d->slots.name ? &d->slots : NULL};
+  int idx[2] = {-1, -1};
+  for (int i = 0; i < 2 && ids[i]; i++) {
+    Sym *y = find_sym(s, ids[i]->name);
+    if (is_poison_sym(y)) return;
+    if (!y || y->kind != SYM_DIM) {
+      ERR(ids[i]->loc, "'%s' must be a dim declared before `ranks`", ids[i]->name);
+      return;
+    }
+    if (p->dims[y->index].role != DIM_USER) {
+      ERR(ids[i]->loc, "'%s' is already the sequence's %s dim", ids[i]->name,
+          p->dims[y->index].role == DIM_TOKENS ? "tokens" : p->dims[y->index].role == DIM_DOCS ? "docs" : "ranks");
+      return;
+    }
+    idx[i] = y->index;
+  }
+  if (idx[1] >= 0 && idx[1] == idx[0]) {
+    ERR(d->slots.loc, "the ranks and the fragments must be different dims");
+    return;
+  }
+  p->ranks_dim = idx[0];
+  p->dims[idx[0]].role = DIM_RANKS;
+  if (idx[1] >= 0) {
+    p->frags_dim = idx[1];
+    p->dims[idx[1]].role = DIM_FRAGMENTS;
+  }
+}
+
+const char *xchg_op_name(XchgOp op) { return op == XCHG_ALL_GATHER ? "all_gather" : "none"; }
+
+/* `exchange NAME = all_gather(SRC) -> DST`: SRC and DST temps declared
+ * before, DST = [R] + SRC's shape, the same dtype; SRC's shape the same on
+ * every rank (no tokens, docs or chunks extent). */
+static void exchange_decl(Sema *s, const Decl *d) {
+  CirProgram *p = s->p;
+  if (p->ranks_dim < 0) {
+    ERR(d->loc, "an exchange passes data between ranks: it needs a context-parallel program (a `ranks` declaration "
+                "before it)");
+    poison_name(s, &d->name);
+    return;
+  }
+  if (strcmp(d->xop.name, "all_gather") != 0) {
+    ERR(d->xop.loc, "unknown exchange '%s' (there is `all_gather`)", d->xop.name);
+    poison_name(s, &d->name);
+    return;
+  }
+  CirTensor *t[2] = {0};
+  const Ident *ids[2] = {&d->xsrc, &d->xdst};
+  for (int i = 0; i < 2; i++) {
+    Sym *y = find_sym(s, ids[i]->name);
+    if (is_poison_sym(y)) {
+      poison_name(s, &d->name);
+      return;
+    }
+    if (!y || y->kind != SYM_TENSOR) {
+      ERR(ids[i]->loc, "'%s' must be a tensor declared before the exchange", ids[i]->name);
+      poison_name(s, &d->name);
+      return;
+    }
+    t[i] = y->ptr;
+    if (t[i]->role != ROLE_TEMP) {
+      ERR(ids[i]->loc, "an exchange's buffers are temps; '%s' is %s", t[i]->name, role_name(t[i]->role));
+      poison_name(s, &d->name);
+      return;
+    }
+  }
+  CirTensor *src = t[0], *dst = t[1];
+  int ok = src != dst && src->dtype == dst->dtype && dst->rank == src->rank + 1 && dst->rank <= CIR_MAX_TENSOR_RANK &&
+           dst->shape[0].sym == p->ranks_dim;
+  for (int i = 0; ok && i < src->rank; i++)
+    ok = dst->shape[i + 1].sym == src->shape[i].sym && (src->shape[i].sym >= 0 || dst->shape[i + 1].value == src->shape[i].value);
+  if (!ok) {
+    ERR(d->xdst.loc, "all_gather's destination must be [%s] followed by the source's shape, with its dtype (%s): "
+                     "'%s' is not", p->dims[p->ranks_dim].name, dtype_name(src->dtype), dst->name);
+    poison_name(s, &d->name);
+    return;
+  }
+  for (int i = 0; i < src->rank; i++) {
+    int sym = src->shape[i].sym;
+    if (sym >= 0 && (p->dims[sym].role == DIM_TOKENS || p->dims[sym].role == DIM_DOCS || p->dims[sym].role == DIM_CHUNKS)) {
+      ERR(d->xsrc.loc, "all_gather sends the same number of bytes from every rank, but '%s' has an extent of %s, "
+                       "which differs between ranks (per-fragment data has the extent of the fragments dim of `ranks R, fragments F`)",
+          src->name, p->dims[sym].name);
+      poison_name(s, &d->name);
+      return;
+    }
+  }
+  CirKernel *k = arena_alloc(s->a, sizeof(CirKernel));
+  k->name = d->name.name;
+  k->loc = d->name.loc;
+  k->exchange = XCHG_ALL_GATHER;
+  k->xsrc = src;
+  k->xdst = dst;
+  Sym *y = add_sym(s, k->name, SYM_KERNEL, d->name.loc);
+  if (!y) return;
+  y->ptr = k;
+  k->index = p->nexchanges;
+  p->exchanges[p->nexchanges++] = k;
 }
 
 /* Pass 1 over declarations: program-level names, in order (a name is
@@ -2207,6 +2370,8 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
       }
       case D_ENTRY: ptrvec_push(s->a, active, (void *)d); break;
       case D_REQUIRE: require_decl(s, d); break;
+      case D_RANKS: ranks_decl(s, d, *seq); break;
+      case D_EXCHANGE: exchange_decl(s, d); break;
     }
   }
 }
@@ -2221,7 +2386,8 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
   s->p = p;
   p->name = ast->name.name;
   p->src = ast->src;
-  p->tokens_dim = p->docs_dim = p->chunks_dim = -1;
+  p->tokens_dim = p->docs_dim = p->chunks_dim = p->ranks_dim = p->frags_dim = -1;
+  p->exchanges = arena_alloc(arena, sizeof(CirKernel *) * (size_t)(count_decls(ast, D_EXCHANGE, 0) + 1));
   p->dims = arena_alloc(arena, sizeof(CirDim) * (size_t)(count_decls(ast, D_DIM, 1) + 2));
   p->tensors = arena_alloc(arena, sizeof(CirTensor *) * (size_t)(count_decls(ast, D_TENSOR, 1) + 1));
   p->params = arena_alloc(arena, sizeof(CirParam *) * (size_t)(count_decls(ast, D_PARAM, 0) + 1));

@@ -60,7 +60,8 @@ typedef enum {
   S_ASSIGN, /* name = value */
   S_STORE,  /* store target = value; target is an E_INDEX on a name */
   S_FOR,    /* for var in [reverse] chunks(doc) carry names { body }, or
-               for var in range(count) carry names { body } (count in `value`) */
+               for var in range(count) carry names { body } (count in `value`), or
+               for var, name2 in before(doc) carry names { body } (`before`) */
   S_IF,     /* if cond { body } else { else_body }: cond is compile-time */
 } StmtKind;
 
@@ -76,6 +77,9 @@ struct Stmt {
                         (or a counted loop, when `value` holds its count) */
   Loc doc_loc;
   int reverse;
+  int before;        /* S_FOR over before(doc): name = the rank, name2 = the slot */
+  const char *name2;
+  Loc name2_loc;
   PtrVec carries;    /* S_FOR: Ident* */
   PtrVec body;       /* S_FOR, S_IF: Stmt* */
   PtrVec else_body;  /* S_IF */
@@ -111,6 +115,8 @@ typedef enum {
   D_OPTION,   /* option gate = safe in (safe, softplus, external) */
   D_IF,       /* if cond { decls } else { decls }: cond is compile-time */
   D_REQUIRE,  /* require expr: a relation between dims, checked at plan time */
+  D_RANKS,    /* ranks R [, fragments F]: a context-parallel program */
+  D_EXCHANGE, /* exchange name = op(src) -> dst */
 } DeclKind;
 
 typedef enum { ROLE_IN, ROLE_OUT, ROLE_TEMP, ROLE_SAVE } Role;
@@ -149,6 +155,8 @@ typedef struct Decl {
   int depth;        /* D_IF: levels of `if` below and including this one */
   /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
   PtrVec prefers;   /* D_OPTION: Prefer*, in order */
+  Ident slots;      /* D_RANKS: the fragments dim, the most any rank holds (name NULL when absent) */
+  Ident xop, xsrc, xdst; /* D_EXCHANGE: the operation, its source and destination tensors */
 } Decl;
 
 typedef struct Program {

@@ -152,6 +152,8 @@ static void dump_stmt(Buf *o, const Stmt *s, int indent) {
         buf_printf(o, "For %s in range(", s->name);
         dump_expr(o, s->value);
         buf_puts(o, ") carry");
+      } else if (s->before) {
+        buf_printf(o, "For %s, %s in before(%s) carry", s->name, s->name2, s->doc);
       } else if (s->doc) {
         buf_printf(o, "For %s in %schunks(%s) carry", s->name, s->reverse ? "reverse " : "", s->doc);
       } else {
@@ -250,6 +252,13 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
     case D_REQUIRE:
       buf_puts(o, "Require ");
       dump_expr(o, d->value);
+      break;
+    case D_RANKS:
+      buf_printf(o, "Ranks %s", d->name.name);
+      if (d->slots.name) buf_printf(o, ", fragments %s", d->slots.name);
+      break;
+    case D_EXCHANGE:
+      buf_printf(o, "Exchange %s = %s(%s) -> %s", d->name.name, d->xop.name, d->xsrc.name, d->xdst.name);
       break;
     case D_ENTRY:
       buf_printf(o, "Entry %s =", d->name.name);

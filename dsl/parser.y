@@ -129,7 +129,7 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
 %token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
 %token REVERSE "reverse" CARRY "carry" AS "as" NONE "None" OPTION "option" IF "if" ELSE "else"
-%token REQUIRE "require" PREFER "prefer" WHEN "when"
+%token REQUIRE "require" PREFER "prefer" WHEN "when" RANKS "ranks" EXCHANGE "exchange" ARROW "->"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token <text> IDENT "name" INT "integer" FLOAT "number"
 %token <dtype> DTYPE "dtype"
@@ -180,6 +180,8 @@ decls
  *       | "param" name ":" dtype ["=" expr]
  *       | "kernel" name "over" "(" axes ")" ["threads" expr] "{" stmt* "}"
  *       | "entry" name "=" names
+ *       | "ranks" name ["," "fragments" name]  (a context-parallel program)
+ *       | "exchange" name "=" name "(" name ")" "->" name
  *       | "require" expr                       (a relation between dims) */
 decl
   : DIM ident_list {
@@ -212,6 +214,25 @@ decl
   | ENTRY IDENT '=' ident_list {
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->names = $4;
+    }
+  | RANKS IDENT {
+      $$ = NEW(Decl); $$->kind = D_RANKS; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)};
+    }
+  | RANKS IDENT ',' IDENT IDENT {
+      /* `fragments` is a name only here, not a keyword */
+      if (strcmp($4, "fragments") != 0)
+        diag_error(pc->diag, L(@4), "expected `fragments NAME` after the ranks' dim, got '%s'", $4);
+      $$ = NEW(Decl); $$->kind = D_RANKS; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)};
+      $$->slots = (Ident){$5, L(@5)};
+    }
+  | EXCHANGE IDENT '=' IDENT '(' IDENT ')' ARROW IDENT {
+      $$ = NEW(Decl); $$->kind = D_EXCHANGE; $$->loc = L(@1);
+      $$->name = (Ident){$2, L(@2)};
+      $$->xop = (Ident){$4, L(@4)};
+      $$->xsrc = (Ident){$6, L(@6)};
+      $$->xdst = (Ident){$9, L(@9)};
     }
   | OPTION option_name '=' IDENT IN '(' ident_list ')' prefer_list {
       $$ = NEW(Decl); $$->kind = D_OPTION; $$->loc = L(@1);
@@ -353,6 +374,18 @@ stmt
       $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
       $$->name = $2; $$->name_loc = L(@2);
       $$->value = $6; $$->doc_loc = L(@4); $$->carries = $8; $$->body = $10;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
+    }
+  | FOR IDENT ',' IDENT IN IDENT '(' IDENT ')' opt_carry '{' stmts '}' {
+      /* `for r, f in before(n)`: the fragments before fragment n in its
+       * document, on earlier ranks (a context-parallel program) */
+      if (strcmp($6, "before") != 0)
+        diag_error(pc->diag, L(@6), "expected `before(n)` after 'in' for a loop over two names, got '%s'", $6);
+      $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
+      $$->name = $2; $$->name_loc = L(@2);
+      $$->name2 = $4; $$->name2_loc = L(@4);
+      $$->doc = $8; $$->doc_loc = L(@8); $$->before = 1;
+      $$->carries = $10; $$->body = $12;
       $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }
