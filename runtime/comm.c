@@ -330,19 +330,20 @@ static cake_status check_group(const char *fn, cake_comm *const *comms, int n, v
   if (!streams) return rt_fail(CAKE_ERR_ARGUMENT, "%s: streams is required (one per rank)", fn);
   if (n < 1 || n > CAKE_MAX_RANKS)
     return rt_fail(CAKE_ERR_ARGUMENT, "%s: n is %d, outside [1, %d]", fn, n, CAKE_MAX_RANKS);
+  /* comms[0] first: its group's size bounds what is read of the arrays */
   for (int r = 0; r < n; r++) {
     const cake_comm *c = comms[r];
     if (!c) return rt_fail(CAKE_ERR_ARGUMENT, "%s: comms[%d] is NULL", fn, r);
     if (c->kind != COMM_LOCAL)
       return rt_fail(CAKE_ERR_ARGUMENT, "%s: comms[%d] is an NCCL communicator, not a member of an in-process group",
                      fn, r);
+    if (r == 0 && n != c->group->n)
+      return rt_fail(CAKE_ERR_ARGUMENT, "%s: %d members given, but the group has %d ranks", fn, n, c->group->n);
     if (c->group != comms[0]->group)
       return rt_fail(CAKE_ERR_ARGUMENT, "%s: comms[%d] belongs to another group than comms[0]", fn, r);
     if (c->rank != r)
       return rt_fail(CAKE_ERR_ARGUMENT, "%s: comms[%d] is rank %d (the members go in rank order)", fn, r, c->rank);
   }
-  if (n != comms[0]->group->n)
-    return rt_fail(CAKE_ERR_ARGUMENT, "%s: %d members given, but the group has %d ranks", fn, n, comms[0]->group->n);
   return CAKE_OK;
 }
 
