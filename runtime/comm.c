@@ -20,6 +20,7 @@ typedef struct RtNccl {
   __typeof__(&ncclGetUniqueId) GetUniqueId;
   __typeof__(&ncclCommInitRank) CommInitRank;
   __typeof__(&ncclCommDestroy) CommDestroy;
+  __typeof__(&ncclCommAbort) CommAbort;
   __typeof__(&ncclCommUserRank) CommUserRank;
   __typeof__(&ncclCommCount) CommCount;
   __typeof__(&ncclCommGetAsyncError) CommGetAsyncError;
@@ -59,6 +60,7 @@ static void load_nccl(void) {
   SYM(GetUniqueId, "ncclGetUniqueId");
   SYM(CommInitRank, "ncclCommInitRank");
   SYM(CommDestroy, "ncclCommDestroy");
+  SYM(CommAbort, "ncclCommAbort");
   SYM(CommUserRank, "ncclCommUserRank");
   SYM(CommCount, "ncclCommCount");
   SYM(CommGetAsyncError, "ncclCommGetAsyncError");
@@ -174,7 +176,7 @@ cake_status cake_comm_init_nccl(const uint8_t id[CAKE_COMM_ID_BYTES], int nranks
   ncclComm_t comm = NULL;
   ncclResult_t rc = nc->CommInitRank(&comm, nranks, u, rank);
   if ((s = nccl_check(comm, rc, "ncclCommInitRank"))) {
-    if (comm) nc->CommDestroy(comm);
+    if (comm) nc->CommAbort(comm); /* what NCCL asks of a communicator whose init failed */
     rt_free(al, c);
     return s;
   }
