@@ -58,6 +58,7 @@ typedef enum cake_status {
   CAKE_ERR_PLAN,        /* the problem cannot be planned (dims, cu_seqlens, grid limits) */
   CAKE_ERR_CUDA,        /* the CUDA driver reported an error or is missing */
   CAKE_ERR_MEMORY,      /* host allocation failed */
+  CAKE_ERR_COMM,        /* NCCL reported an error or is missing */
 } cake_status;
 
 /* The message of the last failed call on this thread. */
@@ -283,6 +284,52 @@ typedef struct cake_fragment {
 cake_status cake_partition(const int32_t *cu_seqlens, int64_t ndocs, int64_t T, int32_t R, int32_t rank,
                            cake_layout layout, int32_t align, cake_fragment *frags, int64_t cap,
                            int64_t *nfrags, int32_t *local_cu);
+
+/* Communicators of context-parallel programs
+ *
+ * A KCP program's entries exchange data between its R ranks (an all-gather
+ * of a per-rank buffer, a send to one rank with a receive from another)
+ * through a cake_comm, one per rank. Two kinds:
+ *   NCCL: one rank per process (or per thread), each on its own GPU. NCCL
+ *     is opened with dlopen (libnccl.so.2) on first use, so programs that
+ *     never make an NCCL communicator need no NCCL: when it is missing, or
+ *     lacks a function, the call fails with CAKE_ERR_COMM naming the
+ *     library and the loader's reason. NCCL's errors are CAKE_ERR_COMM with
+ *     ncclGetErrorString's text (and NCCL's last message).
+ *   In-process (local): R ranks of one process on one GPU, each launched on
+ *     its own stream by one host thread that drives all ranks stage by stage;
+ *     its exchanges are stream-ordered device-to-device copies, synchronised
+ *     with driver events (no host synchronisation).
+ * Communicators come from the default allocator (malloc), not a package's.
+ * A bad argument (NULL where something is required, nranks outside
+ * [1, CAKE_MAX_RANKS], rank outside [0, nranks)) is CAKE_ERR_ARGUMENT
+ * naming it; on any error nothing is allocated and *out / comms are left
+ * alone. */
+enum { CAKE_COMM_ID_BYTES = 128 }; /* NCCL_UNIQUE_ID_BYTES */
+typedef struct cake_comm cake_comm;
+/* A new NCCL unique id (ncclGetUniqueId), made on one rank and given to all
+ * (by the caller's own means) for cake_comm_init_nccl. */
+cake_status cake_comm_unique_id(uint8_t id[CAKE_COMM_ID_BYTES]);
+/* Rank `rank` of an NCCL communicator of `nranks` ranks (ncclCommInitRank,
+ * which blocks until all ranks have joined) on the current device: a CUDA
+ * context must be current (CAKE_ERR_CUDA otherwise). The NCCL communicator
+ * is destroyed with the cake_comm. */
+cake_status cake_comm_init_nccl(const uint8_t id[CAKE_COMM_ID_BYTES], int nranks, int rank, cake_comm **out);
+/* Wraps the caller's ncclComm_t `nccl_comm` (its rank and size from
+ * ncclCommUserRank and ncclCommCount; at most CAKE_MAX_RANKS ranks). The
+ * caller keeps ownership: it must outlive the cake_comm, and
+ * cake_comm_destroy leaves it alone. */
+cake_status cake_comm_from_nccl(void *nccl_comm, cake_comm **out);
+/* An in-process group of `nranks` ranks on the current device (a CUDA
+ * context must be current; CAKE_ERR_CUDA otherwise, or without a driver):
+ * comms[0..nranks-1], rank r in comms[r]. Each member is destroyed with
+ * cake_comm_destroy; the group (its events) is freed with the last one,
+ * which must come while its context is alive. */
+cake_status cake_comm_init_local(int nranks, cake_comm **comms);
+int cake_comm_rank(const cake_comm *c);     /* -1 for NULL */
+int cake_comm_size(const cake_comm *c);     /* 0 for NULL */
+int cake_comm_is_local(const cake_comm *c); /* 1 for a member of an in-process group; 0 for NCCL or NULL */
+void cake_comm_destroy(cake_comm *c);       /* NULL does nothing */
 
 /* The multiprocessor count of the current device; leaves *n alone without one.
  * Without a driver, the message names libcuda.so.1 and the loader's reason. */

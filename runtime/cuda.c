@@ -1,5 +1,6 @@
 /* cuda.c - the CUDA driver, opened with dlopen on first use, and the few
- * driver calls the runtime makes (module loading, launches, copies). */
+ * driver calls the runtime makes (module loading, launches, copies, the
+ * events of the in-process communicator). */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,6 +20,11 @@ struct RtCuda {
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void **, void **);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
   CUresult (*GetErrorString)(CUresult, const char **);
 };
@@ -57,6 +63,11 @@ static void load_driver(void) {
   SYM(FuncSetAttribute, "cuFuncSetAttribute");
   SYM(LaunchKernel, "cuLaunchKernel");
   SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  SYM(EventCreate, "cuEventCreate");
+  SYM(EventRecord, "cuEventRecord");
+  SYM(EventDestroy, "cuEventDestroy_v2");
+  SYM(StreamWaitEvent, "cuStreamWaitEvent");
   SYM(PointerGetAttribute, "cuPointerGetAttribute");
   SYM(GetErrorString, "cuGetErrorString");
 #undef SYM
@@ -222,4 +233,40 @@ cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream
   cake_status s = rt_cuda(&cu);
   if (s) return s;
   return rt_cuda_check(cu->MemcpyHtoDAsync((CUdeviceptr)dst, src, n, (CUstream)stream), "cuMemcpyHtoDAsync");
+}
+
+cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, (CUstream)stream),
+                       "cuMemcpyDtoDAsync");
+}
+
+cake_status rt_event_create(void **event) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  CUevent ev = NULL;
+  if ((s = rt_cuda_check(cu->EventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))) return s;
+  *event = ev;
+  return CAKE_OK;
+}
+
+void rt_event_destroy(void *event) {
+  if (event && g_cuda_state == 1) g_cuda.EventDestroy((CUevent)event);
+}
+
+cake_status rt_event_record(void *event, void *stream) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->EventRecord((CUevent)event, (CUstream)stream), "cuEventRecord");
+}
+
+cake_status rt_stream_wait_event(void *stream, void *event) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->StreamWaitEvent((CUstream)stream, (CUevent)event, 0), "cuStreamWaitEvent");
 }

@@ -32,7 +32,7 @@ cake_status cake_fail(cake_status s, const char *message) {
 const char *cake_status_name(cake_status s) {
   static const char *const names[] = {"CAKE_OK",    "CAKE_ERR_ARGUMENT", "CAKE_ERR_IO",   "CAKE_ERR_PACKAGE",
                                       "CAKE_ERR_NOT_FOUND", "CAKE_ERR_TENSOR", "CAKE_ERR_PLAN", "CAKE_ERR_CUDA",
-                                      "CAKE_ERR_MEMORY"};
+                                      "CAKE_ERR_MEMORY", "CAKE_ERR_COMM"};
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "CAKE_ERR_?";
 }
 

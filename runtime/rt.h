@@ -268,5 +268,47 @@ cake_status rt_load_stage(cake_package *pkg, RtStage *st, void *ctx, const char 
 cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned threads, unsigned shared,
                              void *stream, void **params);
 cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream);
+cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream); /* cuMemcpyDtoDAsync */
+/* Events (CUevent) without timing, in the current context; destroying NULL
+ * (or any event when the driver never loaded) does nothing. */
+cake_status rt_event_create(void **event);
+void rt_event_destroy(void *event);
+cake_status rt_event_record(void *event, void *stream);
+cake_status rt_stream_wait_event(void *stream, void *event);
+
+/* ---- comm.c: exchanges of context-parallel programs (stream order, no host synchronisation) ----
+ * Over an NCCL communicator (cake_comm_init_nccl, cake_comm_from_nccl), each
+ * rank calls for itself:
+ *   all-gather: rank r's `bytes` at `send` land at recv + r * bytes on every
+ *     rank (recv holds size * bytes); send may be recv + rank * bytes (in place);
+ *   send/recv: send `bytes` from `send` to rank `to` and receive `bytes` into
+ *     `recv` from rank `from` (-1: none), as one NCCL group.
+ * bytes = 0 does nothing. A buffer that is used must not be 0. An in-process
+ * group's member, a NULL comm or a peer outside [-1, size) is
+ * CAKE_ERR_ARGUMENT; an NCCL failure is CAKE_ERR_COMM. */
+cake_status rt_comm_all_gather(cake_comm *c, uint64_t send, uint64_t recv, size_t bytes, void *stream);
+cake_status rt_comm_send_recv(cake_comm *c, uint64_t send, int to, uint64_t recv, int from, size_t bytes,
+                              void *stream);
+/* Over an in-process group (cake_comm_init_local), one call does every
+ * rank's part: comms are all n members in rank order, and send, recv, to,
+ * from and streams hold one entry per rank (rank r's work goes on
+ * streams[r]; streams may repeat, 0 is the default stream). The same
+ * meaning as above; for send/recv, rank a sends to b exactly when b
+ * receives from a (a may be b), else CAKE_ERR_ARGUMENT naming the rank.
+ * Ordering: each receiver's stream waits for its senders' streams (an
+ * event recorded at the call), then copies; each sender's stream then
+ * waits until the copies reading its buffer are done: work enqueued later on
+ * a receiver's stream sees the data, and work enqueued later on a sender's
+ * stream may overwrite its send buffer. The
+ * group's events are reused: a group's exchanges must not run from two
+ * threads at once. On a CUDA error part of the exchange may be enqueued. */
+cake_status rt_comm_local_all_gather(cake_comm *const *comms, int n, const uint64_t *send, const uint64_t *recv,
+                                     size_t bytes, void *const *streams);
+cake_status rt_comm_local_send_recv(cake_comm *const *comms, int n, const uint64_t *send, const int *to,
+                                    const uint64_t *recv, const int *from, size_t bytes, void *const *streams);
+/* For tests without a device: an in-process group like cake_comm_init_local's
+ * but without events (no driver call). Its exchanges check their arguments,
+ * do nothing for bytes = 0 and fail with CAKE_ERR_CUDA otherwise. */
+cake_status rt_comm_init_local_nodevice(int nranks, cake_comm **comms);
 
 #endif

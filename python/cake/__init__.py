@@ -17,11 +17,12 @@ python/), or the system loader (see cake._lib).
 from . import autograd, cpu
 from .compiler import CompileError, compile, default_archs, emit, version
 from .layers import kda
-from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
+from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_COMM, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
                       ERR_PLAN, ERR_TENSOR, F16, F32, I32, LAYOUTS, OK, Error, Package, Plan, Program, load,
                       partition, tensor)
 
-__all__ = ['BF16', 'DTYPES', 'ERR_ARGUMENT', 'ERR_CUDA', 'ERR_IO', 'ERR_MEMORY', 'ERR_NOT_FOUND', 'ERR_PACKAGE',
-           'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'LAYOUTS', 'OK', 'CompileError', 'Error', 'Package', 'Plan',
-           'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load', 'partition', 'tensor', 'version']
+__all__ = ['BF16', 'DTYPES', 'ERR_ARGUMENT', 'ERR_COMM', 'ERR_CUDA', 'ERR_IO', 'ERR_MEMORY', 'ERR_NOT_FOUND',
+           'ERR_PACKAGE', 'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'LAYOUTS', 'OK', 'CompileError', 'Error',
+           'Package', 'Plan', 'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load',
+           'partition', 'tensor', 'version']
 __version__ = '0.1.0'

@@ -11,7 +11,7 @@ import weakref
 from . import _lib
 
 # cake_status
-OK, ERR_ARGUMENT, ERR_IO, ERR_PACKAGE, ERR_NOT_FOUND, ERR_TENSOR, ERR_PLAN, ERR_CUDA, ERR_MEMORY = range(9)
+OK, ERR_ARGUMENT, ERR_IO, ERR_PACKAGE, ERR_NOT_FOUND, ERR_TENSOR, ERR_PLAN, ERR_CUDA, ERR_MEMORY, ERR_COMM = range(10)
 # cake_dtype
 BF16, F16, F32, I32 = range(4)
 DTYPES = {'bf16': BF16, 'f16': F16, 'f32': F32, 'i32': I32}
