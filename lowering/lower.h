@@ -182,6 +182,8 @@ void lower_decay(LK *L, const CirInst *in);
 int decay_bprime_rows(int C);
 /* lower_decay_grad.c: decay_mm, decay_mm_t */
 void lower_decay_mm(LK *L, const CirInst *in);
+/* Does decay_mm / decay_mm_t take the blocked form (tensor cores off the diagonal)? */
+int decay_mm_blocked(const LK *L, const CirInst *in);
 /* Operands of solve / decay that must be copied to f32 shared memory first. */
 int needs_f32_stage(LK *L, const CirInst *src);
 
