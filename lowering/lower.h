@@ -99,6 +99,7 @@ typedef struct LK {
   long long smem_bytes; /* the plan's size, checked against the target's smem_per_block before it is used as an int */
   int failed;
   AccCtx acc;
+  int dmm_elementwise; /* decay_mm and decay_mm_t element by element: the blocked form's staging does not fit */
   /* the scan being emitted: where prefetched loads refill for the next chunk */
   const CirBlock *scan_body;
   const CirInst *scan_cv;

@@ -7,7 +7,9 @@
  * log-decay, non-increasing down the rows.) Two lowerings:
  *
  * Blocked (decay_mm_blocked: C and K multiples of 16, a target with mma.sync
- * and ldmatrix, whole warps). The rows are split into nb = C / 16 blocks.
+ * and ldmatrix, whole warps, and a kernel whose shared-memory plan fits with
+ * this form's staging, lower_plan.c). The rows are split into nb = C / 16
+ * blocks.
  *  - Diagonal blocks, in f32, one thread per (block, pair of columns): the
  *    16 per-row factors d[i] = exp(g[i] - g[i - 1]) (all <= 1) once, then
  *    every exp(g[r] - g[j]) of the block's triangle as a running product of
@@ -47,7 +49,7 @@ int decay_mm_blocked(const LK *L, const CirInst *in) {
   int C = in->ty.shape[0], K = in->ty.shape[1];
   unsigned need = TF_MMA_SYNC | TF_LDMATRIX;
   return C % 16 == 0 && K % 16 == 0 && (L->target->features & need) == need && L->nthreads % 32 == 0 &&
-         L->nthreads >= 32;
+         L->nthreads >= 32 && !L->dmm_elementwise;
 }
 
 /* ------------------------------------------------------------------ */

@@ -735,6 +735,12 @@ void plan_kernel(LK *L) {
   plan_epilogues(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   L->smem_bytes = allocate_all(L, &P, 0);
+  if (L->smem_bytes > L->target->smem_per_block) {
+    /* decay_mm's blocked form stages bf16 operands: over the limit, the
+     * element-by-element form (no staging of its own) may still fit */
+    L->dmm_elementwise = 1;
+    L->smem_bytes = allocate_all(L, &P, 0);
+  }
   double_buffer_prefetches(L, &P);
   L->smem_bytes = allocate_all(L, &P, getenv("CAKE_TRACE_PLAN") != NULL);
   free(P.all);
