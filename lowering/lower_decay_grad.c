@@ -153,7 +153,7 @@ static void diag_task(LK *L, MlirValue task, void *vctx) {
       for (int k = 0; k < 8; k++) mrow[8 * h + k] = mv.v[k];
     }
     /* e = exp(g[r] - g[j]) for j = r - 1, ..., 0, a running product */
-    MlirValue e[DW], acc[DW];
+    MlirValue e[DW] = {{0}}, acc[DW] = {{0}};
     for (int w = 0; w < DW; w++) {
       if (!s->t) {
         acc[w] = fmul(b, mrow[r], x[r][w]); /* j = r */
