@@ -392,6 +392,11 @@ static void exec_inst(Interp *I, const CirInst *in) {
       }
       return;
     }
+    case OK_IOTA: {
+      Tile *t = def(I, in);
+      for (int j = 0; j < C; j++) t->v[j] = j;
+      return;
+    }
     case OK_FRAG: {
       if (!I->args->frags) {
         fail(I, in, "%s() needs the fragments of the ranks: the program runs on ranks (cake_interp_run_ranks)",

@@ -13,7 +13,7 @@ static int callable(int op) {
   switch (cake_ops[op].kind) {
     case OK_UNARY: return op != OP_NEG;
     case OK_BINARY: return op == OP_MAXIMUM || op == OP_MINIMUM;
-    case OK_VALID: case OK_FRAG: case OK_SELECT: case OK_MASK: case OK_DECAY_TRI: case OK_REDUCE: case OK_SCAN:
+    case OK_VALID: case OK_IOTA: case OK_FRAG: case OK_SELECT: case OK_MASK: case OK_DECAY_TRI: case OK_REDUCE: case OK_SCAN:
     case OK_SOLVE: case OK_DECAY: case OK_DECAY_MM:
       return 1;
     default: return 0;

@@ -24,6 +24,7 @@
   X(LOOPVAR, "loopvar", OK_LEAF, 0, "the index of a counted loop, i32")                          \
   X(CARRY, "carry", OK_LEAF, 0, "a scan's carried value inside its body")                        \
   X(VALID, "valid", OK_VALID, 1, "valid(c) -> bool[C]: rows of chunk c inside its document")     \
+  X(IOTA, "iota", OK_IOTA, 1, "iota(n) -> i32[n]: 0, 1, ..., n - 1 (n a constant)")              \
   X(CONTINUES, "continues", OK_FRAG, 1,                                                           \
     "continues(n) -> bool: fragment n continues a document from an earlier rank")               \
   X(CONTINUED, "continued", OK_FRAG, 1,                                                           \
@@ -95,6 +96,7 @@
 typedef enum {
   OK_LEAF,
   OK_VALID,
+  OK_IOTA,     /* iota(n): the indices of a vector */
   OK_FRAG,     /* continues(n), continued(n): a fragment's place in its document (ranks) */
   OK_MEM,
   OK_UNARY,

@@ -1303,6 +1303,15 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
     return poison(s, e->loc);
   }
   Loc loc = e->loc;
+  if (oi->kind == OK_IOTA) {
+    long long n;
+    if (!const_int(s, e->args.items[0], &n, "iota's length")) return poison(s, loc);
+    if (n < 1 || n > CAKE_MAX_TILE_ELEMS) {
+      ERR(((Expr *)e->args.items[0])->loc, "iota's length must be in [1, %d], got %lld", CAKE_MAX_TILE_ELEMS, n);
+      return poison(s, loc);
+    }
+    return emit(s, OP_IOTA, ty1(DT_I32, (int)n), loc, 0);
+  }
   if (oi->kind == OK_FRAG) {
     if (s->p->ranks_dim < 0) {
       ERR(loc, "%s() asks where a fragment sits in its document: it needs a context-parallel program "

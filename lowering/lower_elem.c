@@ -407,6 +407,9 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
         case OP_GRIDVAR: return splat(L->grid[v->axis], W);
         default: cake_die("leaf %s has no value here", cake_ops[v->op].id);
       }
+    case OK_IOTA: /* the element's own index along the vector */
+      for (int l = 0; l < W; l++) out.v[l] = plus(L, c, l);
+      return out;
     case OK_VALID: {
       ChunkInfo *ci = &L->chunks[v->args[0]->id];
       CAKE_ASSERT(ci->set);

@@ -59,6 +59,8 @@ kernel elementwise over (c in chunks, h in H) {
   // and wrapping sums: the interpreter's results exactly
   store ints[c, h, :] = ia / 3 + ia % 5 - (-ia) + maximum(ia, 2) * minimum(ia, -1)
                        + ia / (ia % 3) + ia % (ia % 4) + ((a * 1e12) as i32) / -1
+                       + iota(C)[:, None] * 100 + iota(D)[None, :] * h
+                       + where(iota(C)[:, None] == iota(D)[None, :] + 16, 7, 0)
 }
 
 kernel scans over (n in docs, h in H) {
