@@ -3,13 +3,22 @@
  * continues(n), `for r, f in before(n)`, `exchange ... = all_gather(...)`),
  * run by cake_interp_run_ranks on the partitions of libcakert.
  *
- * kcp_cumsum.cake (a running sum per document, its fragments' totals
- * gathered and folded) on every layout, R in {1, 2, 3, 4, 8}, with and
- * without chunk alignment, over packings with short, one-token and long
- * documents: each rank's outputs, mapped back to global tokens, must equal
- * the single-rank reference (a direct running sum in double). Fragments that
- * continue a document get NaN as their y0, so reading it would show. Then
- * the errors: a KCP entry without ranks, ranks that disagree on a dim. */
+ * A harness splits global tensors over the ranks as the partition says
+ * (per-token tensors by fragment; per-document inputs such as h0 only on the
+ * fragment that starts the document, NaN elsewhere so that reading them
+ * shows; everything else whole on every rank), runs the ranks, and gathers
+ * per-token outputs back, and per-document outputs (such as ht) from the
+ * fragment that ends the document. Programs:
+ *   tests/unit/kcp/kcp_cumsum.cake  a running sum per document; every layout,
+ *       R in {1, 2, 3, 4, 8}, with and without chunk alignment, over packings
+ *       with short, one-token and long documents, against a direct sum;
+ *   tests/unit/kcp/kda_kcp_fwd.cake the KDA forward in summary mode against
+ *       the single-rank kda_fwd.cake on the same global inputs: with exact
+ *       arithmetic (no rounding) equal to 1e-9 on every layout, R in
+ *       {1, 2, 3, 4}, aligned or not; with the dtypes' rounding, as close to
+ *       exact arithmetic as the single-rank program (within 1.5 times its
+ *       RMS error ratio).
+ * Then the errors: a KCP entry without ranks, ranks that disagree on a dim. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,21 +32,26 @@
 #include "cake_runtime.h"
 #include "spec_fixture.h"
 
-enum { W = 8, MAXR = 8 };
+enum { MAXR = 8, MAXT = 32 };
 
 static Arena g_arena;
 static Diag g_diag;
-static const CirProgram *g_prog;
+static const CirProgram *g_cumsum, *g_kcp, *g_kda;
+
+static const CirProgram *load(const char *path, const char *name, const CirOptionSet *opts) {
+  Program *ast = fixture_parse_spec(&g_arena, &g_diag, path, name);
+  return ast ? cake_sema(&g_arena, &g_diag, ast, opts) : NULL;
+}
 
 static int setup(void **state) {
   (void)state;
   arena_init(&g_arena);
   diag_init(&g_diag, 20);
-  Program *ast = fixture_parse_spec(&g_arena, &g_diag, CAKE_SOURCE_DIR "/tests/unit/kcp/kcp_cumsum.cake",
-                                    "kcp_cumsum.cake");
-  if (!ast) return -1;
-  g_prog = cake_sema(&g_arena, &g_diag, ast, NULL);
-  return g_prog ? 0 : -1;
+  CirOptionSet layer = {{"gate", "qk_norm", "beta_logits", "vblock"}, {"softplus", "true", "true", "v32"}, 4};
+  g_cumsum = load(CAKE_SOURCE_DIR "/tests/unit/kcp/kcp_cumsum.cake", "kcp_cumsum.cake", NULL);
+  g_kcp = load(CAKE_SOURCE_DIR "/tests/unit/kcp/kda_kcp_fwd.cake", "kda_kcp_fwd.cake", NULL);
+  g_kda = load(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "kda_fwd.cake", &layer);
+  return g_cumsum && g_kcp && g_kda ? 0 : -1;
 }
 
 static int teardown(void **state) {
@@ -47,13 +61,29 @@ static int teardown(void **state) {
   return 0;
 }
 
-static int tix(const char *name) {
-  int i = cir_tensor_index(g_prog, name);
+static int tix(const CirProgram *p, const char *name) {
+  int i = cir_tensor_index(p, name);
   assert_true(i >= 0);
   return i;
 }
 
-/* One rank's share: its fragments, local stream and tensors. */
+/* How a tensor splits over the ranks: by its first axis. */
+typedef enum { BY_TOKENS, BY_DOCS, WHOLE } Split;
+
+static Split split_of(const CirProgram *p, const CirTensor *t) {
+  if (t->rank > 0 && t->shape[0].sym == p->tokens_dim) return BY_TOKENS;
+  if (t->rank > 0 && t->shape[0].sym == p->docs_dim) return BY_DOCS;
+  return WHOLE;
+}
+
+/* Elements per entry of the first axis (all of them for WHOLE). */
+static long long row_of(const CirProgram *p, const CirTensor *t, const long long *dims) {
+  long long n = 1;
+  for (int i = split_of(p, t) == WHOLE ? 0 : 1; i < t->rank; i++)
+    n *= t->shape[i].sym >= 0 ? dims[t->shape[i].sym] : t->shape[i].value;
+  return n;
+}
+
 typedef struct Rank {
   cake_fragment *fr;
   int32_t *lcu;
@@ -61,25 +91,16 @@ typedef struct Rank {
   int64_t n;
   InterpFrag *frags;
   int *before;
-  long long dims[8];
-  double *tensors[16];
+  long long dims[16];
+  double *tensors[MAXT];
 } Rank;
 
-/* Partitions T tokens (documents cu[0..nd]) over R ranks, runs kcp_cumsum on
- * them and checks y against the running sums; returns the largest error. */
-static double run_case(const int32_t *cu, int nd, int R, cake_layout layout, int align, uint64_t seed) {
-  const CirProgram *p = g_prog;
+/* Runs KCP program p on R ranks over the partition of the global inputs
+ * `g` (per tensor of p, global extents: dims `gd`, documents cu[0..nd]);
+ * the outputs land in g's output tensors. */
+static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *cu, int nd, int R, cake_layout layout,
+                      int align, int exact, double **g) {
   int64_t T = cu[nd];
-  double *x = malloc(sizeof(double) * (size_t)(T * W + 1)), *y0 = malloc(sizeof(double) * (size_t)(nd * W));
-  double *ref = malloc(sizeof(double) * (size_t)(T * W + 1));
-  assert_non_null(x), assert_non_null(y0), assert_non_null(ref);
-  for (int64_t i = 0; i < T * W; i++) x[i] = (double)(float)fixture_nrand(&seed);
-  for (int i = 0; i < nd * W; i++) y0[i] = (double)(float)fixture_nrand(&seed);
-  for (int d = 0; d < nd; d++)
-    for (int c = 0; c < W; c++) {
-      double s = y0[d * W + c];
-      for (int64_t t = cu[d]; t < cu[d + 1]; t++) ref[t * W + c] = s += x[t * W + c];
-    }
   Rank rk[MAXR];
   memset(rk, 0, sizeof rk);
   int64_t F = 1;
@@ -92,24 +113,23 @@ static double run_case(const int32_t *cu, int nd, int R, cake_layout layout, int
     assert_int_equal(cake_partition(cu, nd, T, R, r, layout, align, rk[r].fr, n, &n, rk[r].lcu), CAKE_OK);
     if (n > F) F = n;
   }
-  /* the fragments before each one in its document: every rank's fragments of
-   * that document with an earlier start, in order */
   for (int r = 0; r < R; r++) {
     Rank *a = &rk[r];
     int64_t nl = a->n ? a->n : 1; /* a rank without fragments runs one empty document */
     a->frags = calloc((size_t)nl, sizeof(InterpFrag));
-    a->before = calloc((size_t)(2 * R * 2 * nl + 2), sizeof(int) * 4);
+    a->before = calloc((size_t)(2 * (2 * R + 2) * nl + 2), sizeof(int));
     a->cu = calloc((size_t)nl + 1, sizeof(long long));
+    /* the fragments before each one in its document, walked in order */
     int64_t nb = 0;
     for (int64_t f = 0; f < a->n; f++) {
-      const cake_fragment *g = &a->fr[f];
+      const cake_fragment *x = &a->fr[f];
       a->cu[f + 1] = a->lcu[f + 1];
-      a->frags[f] = (InterpFrag){g->continues, g->continued, nb, 0};
-      for (int64_t start = cu[g->doc]; start < g->start;) { /* walk the document's fragments in order */
+      a->frags[f] = (InterpFrag){x->continues, x->continued, nb, 0};
+      for (int64_t start = cu[x->doc]; start < x->start;) {
         int found = 0;
         for (int q = 0; q < R && !found; q++)
           for (int64_t h = 0; h < rk[q].n && !found; h++)
-            if (rk[q].fr[h].doc == g->doc && rk[q].fr[h].start == start) {
+            if (rk[q].fr[h].doc == x->doc && rk[q].fr[h].start == start) {
               a->before[2 * nb] = q, a->before[2 * nb + 1] = (int)h, nb++;
               a->frags[f].before_count++;
               start = rk[q].fr[h].end;
@@ -119,28 +139,32 @@ static double run_case(const int32_t *cu, int nd, int R, cake_layout layout, int
       }
     }
     int64_t Tl = a->n ? a->lcu[a->n] : 0;
+    memcpy(a->dims, gd, sizeof(long long) * (size_t)p->ndims);
     a->dims[p->tokens_dim] = Tl;
     a->dims[p->ranks_dim] = R;
     a->dims[p->frags_dim] = F;
     a->dims[p->docs_dim] = nl;
     a->dims[p->chunks_dim] = cake_interp_chunk_count(p, Tl, a->cu, nl);
-    double *lx = calloc((size_t)(Tl * W + 1), sizeof(double)), *ly0 = calloc((size_t)(nl * W), sizeof(double));
-    for (int64_t f = 0; f < a->n; f++) {
-      const cake_fragment *g = &a->fr[f];
-      memcpy(lx + g->local_start * W, x + g->start * W, sizeof(double) * (size_t)((g->end - g->start) * W));
-      for (int c = 0; c < W; c++) ly0[f * W + c] = g->continues ? NAN : y0[g->doc * W + c];
+    for (int i = 0; i < p->ntensors; i++) {
+      const CirTensor *t = p->tensors[i];
+      if (t->role != ROLE_TEMP && !g[i]) continue; /* an absent optional tensor */
+      double *x = a->tensors[i] = calloc((size_t)cake_interp_numel(p, t, a->dims) + 1, sizeof(double));
+      if (t->role != ROLE_IN) continue;
+      long long row = row_of(p, t, a->dims);
+      for (int64_t f = 0; f < a->n; f++) {
+        const cake_fragment *fr = &a->fr[f];
+        if (split_of(p, t) == BY_TOKENS)
+          memcpy(x + fr->local_start * row, g[i] + fr->start * row, sizeof(double) * (size_t)((fr->end - fr->start) * row));
+        else if (split_of(p, t) == BY_DOCS)
+          for (long long e = 0; e < row; e++) x[f * row + e] = fr->continues ? NAN : g[i][fr->doc * row + e];
+      }
+      if (split_of(p, t) == WHOLE) memcpy(x, g[i], sizeof(double) * (size_t)row);
     }
-    a->tensors[tix("x")] = lx;
-    a->tensors[tix("y0")] = ly0;
-    a->tensors[tix("y")] = calloc((size_t)(Tl * W + 1), sizeof(double));
-    for (int i = 0; i < p->ntensors; i++)
-      if (p->tensors[i]->role == ROLE_TEMP)
-        a->tensors[i] = calloc((size_t)cake_interp_numel(p, p->tensors[i], a->dims) + 1, sizeof(double));
   }
   InterpArgs args[MAXR];
-  const InterpArgs *pa[MAXR];
+  const InterpArgs *pa[MAXR] = {0};
   for (int r = 0; r < R; r++) {
-    args[r] = (InterpArgs){rk[r].dims, rk[r].cu, rk[r].n ? rk[r].n : 1, NULL, rk[r].tensors, 1, 0, rk[r].frags,
+    args[r] = (InterpArgs){rk[r].dims, rk[r].cu, rk[r].n ? rk[r].n : 1, NULL, rk[r].tensors, exact, 0, rk[r].frags,
                            rk[r].before};
     pa[r] = &args[r];
   }
@@ -148,33 +172,70 @@ static double run_case(const int32_t *cu, int nd, int R, cake_layout layout, int
   int rc = cake_interp_run_ranks(p, "fwd", R, pa, err, sizeof err);
   if (rc) fprintf(stderr, "kcp: %s\n", err);
   assert_int_equal(rc, 0);
-  double worst = 0;
   int64_t covered = 0;
   for (int r = 0; r < R; r++)
     for (int64_t f = 0; f < rk[r].n; f++) {
-      const cake_fragment *g = &rk[r].fr[f];
-      covered += g->end - g->start;
-      for (int64_t t = g->start; t < g->end; t++)
-        for (int c = 0; c < W; c++) {
-          double got = rk[r].tensors[tix("y")][(g->local_start + t - g->start) * W + c], want = ref[t * W + c];
-          double e = fabs(got - want) / (1 + fabs(want));
-          if (!(e <= worst)) worst = e; /* NaN sticks */
-        }
+      const cake_fragment *fr = &rk[r].fr[f];
+      covered += fr->end - fr->start;
+      for (int i = 0; i < p->ntensors; i++) {
+        const CirTensor *t = p->tensors[i];
+        if (t->role != ROLE_OUT || !g[i]) continue;
+        long long row = row_of(p, t, rk[r].dims);
+        if (split_of(p, t) == BY_TOKENS)
+          memcpy(g[i] + fr->start * row, rk[r].tensors[i] + fr->local_start * row,
+                 sizeof(double) * (size_t)((fr->end - fr->start) * row));
+        else if (split_of(p, t) == BY_DOCS && !fr->continued)
+          memcpy(g[i] + fr->doc * row, rk[r].tensors[i] + f * row, sizeof(double) * (size_t)row);
+      }
     }
   assert_int_equal(covered, T);
   for (int r = 0; r < R; r++) {
     for (int i = 0; i < p->ntensors; i++) free(rk[r].tensors[i]);
     free(rk[r].fr), free(rk[r].lcu), free(rk[r].cu), free(rk[r].frags), free(rk[r].before);
   }
-  free(x), free(y0), free(ref);
-  return worst;
 }
 
-static void test_layouts(void **state) {
+/* max |a - b| / (1 + |b|) over n elements; NaN in a counts as infinite */
+static double worst(const double *a, const double *b, long long n) {
+  double w = 0;
+  for (long long i = 0; i < n; i++) {
+    double e = fabs(a[i] - b[i]) / (1 + fabs(b[i]));
+    if (!(e <= w)) w = isnan(e) ? INFINITY : e;
+  }
+  return w;
+}
+
+/* ---- the running sum ---- */
+
+enum { W = 8 };
+
+static double cumsum_case(const int32_t *cu, int nd, int R, cake_layout layout, int align, uint64_t seed) {
+  const CirProgram *p = g_cumsum;
+  int64_t T = cu[nd];
+  double *g[MAXT] = {0};
+  double *x = g[tix(p, "x")] = malloc(sizeof(double) * (size_t)(T * W + 1));
+  double *y0 = g[tix(p, "y0")] = malloc(sizeof(double) * (size_t)(nd * W));
+  double *y = g[tix(p, "y")] = calloc((size_t)(T * W + 1), sizeof(double));
+  double *ref = malloc(sizeof(double) * (size_t)(T * W + 1));
+  for (int64_t i = 0; i < T * W; i++) x[i] = (double)(float)fixture_nrand(&seed);
+  for (int i = 0; i < nd * W; i++) y0[i] = (double)(float)fixture_nrand(&seed);
+  for (int d = 0; d < nd; d++)
+    for (int c = 0; c < W; c++) {
+      double s = y0[d * W + c];
+      for (int64_t t = cu[d]; t < cu[d + 1]; t++) ref[t * W + c] = s += x[t * W + c];
+    }
+  long long gd[16] = {0};
+  run_ranks(p, gd, cu, nd, R, layout, align, 1, g);
+  double e = worst(y, ref, T * W);
+  free(x), free(y0), free(y), free(ref);
+  return e;
+}
+
+static void test_cumsum_layouts(void **state) {
   (void)state;
-  static const int32_t pk1[] = {0, 1000, 1001, 3095};           /* long, one-token, long */
+  static const int32_t pk1[] = {0, 1000, 1001, 3095};              /* long, one-token, long */
   static const int32_t pk2[] = {0, 7, 70, 71, 200, 333, 334, 520}; /* short documents */
-  static const int32_t pk3[] = {0, 33};                          /* one short document */
+  static const int32_t pk3[] = {0, 33};                            /* one short document */
   static const struct { const int32_t *cu; int nd; } packs[] = {{pk1, 3}, {pk2, 7}, {pk3, 1}};
   static const int ranks[] = {1, 2, 3, 4, 8};
   uint64_t seed = 0x6b6370u;
@@ -183,7 +244,7 @@ static void test_layouts(void **state) {
     for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
       for (int L = 0; L < 3; L++)
         for (int align = 0; align <= 16; align += 16) {
-          double e = run_case(packs[k].cu, packs[k].nd, ranks[ri], (cake_layout)L, align, seed++);
+          double e = cumsum_case(packs[k].cu, packs[k].nd, ranks[ri], (cake_layout)L, align, seed++);
           if (!(e < 1e-12))
             fail_msg("pack %zu, R = %d, %s, align %d: largest error %g", k, ranks[ri],
                      cake_layout_name((cake_layout)L), align, e);
@@ -192,14 +253,113 @@ static void test_layouts(void **state) {
   assert_int_equal(cases, 3 * 5 * 3 * 2);
 }
 
+/* ---- the KDA forward, summary mode, against the single-rank program ---- */
+
+enum { KH = 1, KK = 128, KV = 128 };
+
+typedef struct KdaIn {
+  double *q, *k, *v, *g, *beta, *A_log, *dt_bias, *h0;
+} KdaIn;
+
+static void kda_inputs(KdaIn *x, int64_t T, int nd, uint64_t seed) {
+  x->q = malloc(sizeof(double) * (size_t)(T * KH * KK + 1));
+  x->k = malloc(sizeof(double) * (size_t)(T * KH * KK + 1));
+  x->v = malloc(sizeof(double) * (size_t)(T * KH * KV + 1));
+  x->g = malloc(sizeof(double) * (size_t)(T * KH * KK + 1));
+  x->beta = malloc(sizeof(double) * (size_t)(T * KH + 1));
+  x->A_log = malloc(sizeof(double) * KH);
+  x->dt_bias = malloc(sizeof(double) * KH * KK);
+  x->h0 = malloc(sizeof(double) * (size_t)nd * KH * KK * KV);
+  for (int64_t i = 0; i < T * KH * KK; i++) {
+    x->q[i] = cake_round_bf16(fixture_nrand(&seed));
+    x->k[i] = cake_round_bf16(fixture_nrand(&seed));
+    x->g[i] = cake_round_bf16(fixture_nrand(&seed));
+  }
+  for (int64_t i = 0; i < T * KH * KV; i++) x->v[i] = cake_round_bf16(fixture_nrand(&seed));
+  for (int64_t i = 0; i < T * KH; i++) x->beta[i] = cake_round_bf16(fixture_nrand(&seed));
+  /* weak decay (exp(A_log) in [0.0025, 0.018]): the state carries across fragments */
+  for (int i = 0; i < KH; i++) x->A_log[i] = (double)(float)(fixture_urand(&seed) * 2.0 - 6.0);
+  for (int i = 0; i < KH * KK; i++) x->dt_bias[i] = (double)(float)(fixture_nrand(&seed) * 0.5);
+  for (long long i = 0; i < (long long)nd * KH * KK * KV; i++) x->h0[i] = (double)(float)(fixture_nrand(&seed) * 0.1);
+}
+
+static void kda_free(KdaIn *x) {
+  free(x->q), free(x->k), free(x->v), free(x->g), free(x->beta), free(x->A_log), free(x->dt_bias), free(x->h0);
+}
+
+/* o and ht of program p (single rank, or KCP on R ranks) on inputs x. */
+static void kda_run(const CirProgram *p, const KdaIn *x, const int32_t *cu, int nd, int R, cake_layout layout,
+                    int align, int exact, double *o, double *ht) {
+  int64_t T = cu[nd];
+  double *g[MAXT] = {0};
+  g[tix(p, "q")] = x->q, g[tix(p, "k")] = x->k, g[tix(p, "v")] = x->v, g[tix(p, "g")] = x->g;
+  g[tix(p, "beta")] = x->beta, g[tix(p, "A_log")] = x->A_log, g[tix(p, "dt_bias")] = x->dt_bias;
+  g[tix(p, "h0")] = x->h0, g[tix(p, "o")] = o, g[tix(p, "ht")] = ht;
+  long long gd[16] = {0};
+  for (int i = 0; i < p->ndims; i++)
+    if (!strcmp(p->dims[i].name, "H") || !strcmp(p->dims[i].name, "HV")) gd[i] = KH;
+  if (p->ranks_dim >= 0) {
+    run_ranks(p, gd, cu, nd, R, layout, align, exact, g);
+    return;
+  }
+  gd[p->tokens_dim] = T;
+  long long cu64[16];
+  for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
+  InterpArgs a = {gd, cu64, nd, NULL, g, exact, 0, NULL, NULL};
+  assert_int_equal(fixture_run(p, "fwd", &a), 0);
+}
+
+static void test_kda_summary(void **state) {
+  (void)state;
+  static const int32_t cu[] = {0, 150, 151, 300}; /* a long document, a one-token one, another long one */
+  const int nd = 3;
+  const int64_t T = cu[nd];
+  KdaIn x;
+  kda_inputs(&x, T, nd, 0x6b6461u);
+  const long long no = T * KH * KV, nh = (long long)nd * KH * KK * KV;
+  double *ro = calloc((size_t)no, sizeof(double)), *rh = calloc((size_t)nh, sizeof(double));
+  double *o = calloc((size_t)no, sizeof(double)), *h = calloc((size_t)nh, sizeof(double));
+  /* exact arithmetic: equal to the single-rank program on every partition */
+  kda_run(g_kda, &x, cu, nd, 1, CAKE_LAYOUT_CONTIGUOUS, 0, 1, ro, rh);
+  static const int ranks[] = {1, 2, 3, 4};
+  for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
+    for (int L = 0; L < 3; L++)
+      for (int align = 0; align <= 64; align += 64) {
+        memset(o, 0, sizeof(double) * (size_t)no), memset(h, 0, sizeof(double) * (size_t)nh);
+        kda_run(g_kcp, &x, cu, nd, ranks[ri], (cake_layout)L, align, 1, o, h);
+        double eo = worst(o, ro, no), eh = worst(h, rh, nh);
+        if (!(eo < 1e-9 && eh < 1e-9))
+          fail_msg("exact, R = %d, %s, align %d: o %g, ht %g", ranks[ri], cake_layout_name((cake_layout)L), align,
+                   eo, eh);
+      }
+  /* with the dtypes' rounding: against exact arithmetic, about as close as the single-rank program */
+  double *so = calloc((size_t)no, sizeof(double)), *sh = calloc((size_t)nh, sizeof(double));
+  kda_run(g_kda, &x, cu, nd, 1, CAKE_LAYOUT_CONTIGUOUS, 0, 0, so, sh);
+  double so_e = fixture_err_ratio(so, ro, (size_t)no), sh_e = fixture_err_ratio(sh, rh, (size_t)nh);
+  printf("kda, rounded, single rank: RMS error ratio against exact arithmetic o %.2e, ht %.2e\n", so_e, sh_e);
+  for (int L = 0; L < 3; L++) {
+    kda_run(g_kcp, &x, cu, nd, 4, (cake_layout)L, 0, 0, o, h);
+    double eo = fixture_err_ratio(o, ro, (size_t)no), eh = fixture_err_ratio(h, rh, (size_t)nh);
+    printf("kda summary mode, rounded, R = 4, %-19s: o %.2e, ht %.2e\n", cake_layout_name((cake_layout)L), eo, eh);
+    if (!(eo < 1.5 * so_e && eh < 1.5 * sh_e))
+      fail_msg("rounded, R = 4, %s: RMS error ratio o %g, ht %g (single rank: %g, %g)",
+               cake_layout_name((cake_layout)L), eo, eh, so_e, sh_e);
+  }
+  free(so), free(sh);
+  free(ro), free(rh), free(o), free(h);
+  kda_free(&x);
+}
+
+/* ---- errors ---- */
+
 static void test_errors(void **state) {
   (void)state;
-  const CirProgram *p = g_prog;
+  const CirProgram *p = g_cumsum;
   long long dims[8] = {0};
   dims[p->tokens_dim] = 16, dims[p->ranks_dim] = 2, dims[p->frags_dim] = 1;
   double *t[16] = {0};
   double buf[4][16 * W + 8];
-  t[tix("x")] = buf[0], t[tix("y")] = buf[1];
+  t[tix(p, "x")] = buf[0], t[tix(p, "y")] = buf[1];
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->role == ROLE_TEMP) t[i] = calloc(64, sizeof(double));
   InterpArgs a = {dims, NULL, 0, NULL, t, 0, 0, NULL, NULL};
@@ -220,13 +380,17 @@ static void test_errors(void **state) {
   assert_non_null(strstr(err, "rank 1: dim F = 3, but rank 0 has another value"));
   assert_int_equal(cake_interp_run_ranks(p, "fwd", 3, pa, err, sizeof err), -1); /* R = 2 in the dims */
   assert_non_null(strstr(err, "rank 0: dim R = 2, but the program runs on a different number of ranks"));
+  /* a program that is not context-parallel */
+  assert_int_equal(cake_interp_run_ranks(g_kda, "fwd", 1, pa, err, sizeof err), -1);
+  assert_non_null(strstr(err, "is not context-parallel"));
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->role == ROLE_TEMP) free(t[i]);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_layouts),
+      cmocka_unit_test(test_cumsum_layouts),
+      cmocka_unit_test(test_kda_summary),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
