@@ -340,7 +340,7 @@ static cJSON *arg_json(const CirProgram *p, const KernelArg *a) {
     cJSON_AddItemToObject(o, "shape", s);
   } else if (a->what == ARG_FRAG_TABLE) {
     cJSON *s = cJSON_CreateArray();
-    cJSON_AddItemToArray(s, cJSON_CreateString("4*docs+2*before"));
+    cJSON_AddItemToArray(s, cJSON_CreateString("6*docs+2*entries"));
     cJSON_AddItemToObject(o, "shape", s);
   }
   return o;

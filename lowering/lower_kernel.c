@@ -143,12 +143,13 @@ static void emit_for(LK *L, const CirInst *f) {
   if (f->counted) { /* i = 0 .. n - 1, none when n <= 0 */
     lo = mlb_i32(b, 0);
     hi = mlb_bin(b, "arith.maxsi", eval_scalar(L, f->args[0]), lo);
-  } else if (f->before) { /* the fragments before fragment args[0]: from the fragment table */
+  } else if (f->before) { /* the fragments before (after) fragment args[0]: from the fragment table */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
-    MlirValue row = mlb_mul(b, mlb_cast(b, "arith.extsi", eval_scalar(L, f->args[0]), b->i64), mlb_i64(b, 16));
-    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 8))), 4);
+    MlirValue row = mlb_mul(b, mlb_cast(b, "arith.extsi", eval_scalar(L, f->args[0]), b->i64), mlb_i64(b, 24));
+    int col = f->before == 2 ? 4 : 2; /* first, count */
+    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 4 * col))), 4);
     lo = mlb_i32(b, 0);
-    hi = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 12))), 4);
+    hi = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 4 * col + 4))), 4);
   } else if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
     lo = mlb_i32(b, 0);
     hi = eval_scalar(L, f->args[0]);
@@ -221,10 +222,10 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     Home *h = home_of(L, c);
     if (c->op == OP_LOOPVAR && f->before) {
-      /* entry `first + step` of the table's pairs, from 4 N: its rank, its fragment */
+      /* entry `first + step` of the table's pairs, from 6 N: its rank, its fragment */
       MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
       MlirValue N = arg_of(L, ARG_DIM, NULL, L->p->docs_dim);
-      MlirValue at = mlb_add(b, mlb_mul(b, mlb_i32(b, 4), N), mlb_mul(b, mlb_i32(b, 2), mlb_add(b, before_first, chunk)));
+      MlirValue at = mlb_add(b, mlb_mul(b, mlb_i32(b, 6), N), mlb_mul(b, mlb_i32(b, 2), mlb_add(b, before_first, chunk)));
       at = mlb_add(b, at, mlb_i32(b, c->axis));
       MlirValue off = mlb_mul(b, mlb_cast(b, "arith.extsi", at, b->i64), mlb_i64(b, 4));
       h->scalar = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
