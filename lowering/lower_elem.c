@@ -408,10 +408,10 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
         default: cake_die("leaf %s has no value here", cake_ops[v->op].id);
       }
     case OK_FRAG: { /* row n of the fragment table: continues, continued */
-      MlirValue n = mlb_cast(b, "arith.extsi", eval_scalar(L, v->args[0]), b->i64);
+      MlirValue n = eval_scalar(L, v->args[0]);
       MlirValue ft = L->args[abi_find(L->abi, ARG_FRAG_TABLE, NULL, 0)];
-      MlirValue off = mlb_mul(b, mlb_add(b, mlb_mul(b, n, mlb_i64(b, 6)), mlb_i64(b, v->op == OP_CONTINUES ? 0 : 1)),
-                              mlb_i64(b, 4));
+      MlirValue at = mlb_add_c(b, mlb_mul_c(b, n, 6), v->op == OP_CONTINUES ? 0 : 1);
+      MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
       MlirValue x = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
       return splat(mlb_cmpi(b, "ne", x, mlb_i32(b, 0)), W);
     }

@@ -145,11 +145,13 @@ static void emit_for(LK *L, const CirInst *f) {
     hi = mlb_bin(b, "arith.maxsi", eval_scalar(L, f->args[0]), lo);
   } else if (f->before) { /* the fragments before (after) fragment args[0]: from the fragment table */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
-    MlirValue row = mlb_mul(b, mlb_cast(b, "arith.extsi", eval_scalar(L, f->args[0]), b->i64), mlb_i64(b, 24));
     int col = f->before == 2 ? 4 : 2; /* first, count */
-    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 4 * col))), 4);
+    MlirValue at = mlb_add_c(b, mlb_mul_c(b, eval_scalar(L, f->args[0]), 6), col);
+    MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
+    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
     lo = mlb_i32(b, 0);
-    hi = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_add(b, row, mlb_i64(b, 4 * col + 4))), 4);
+    MlirValue off1 = mlb_cast(b, "arith.extsi", mlb_mul_c(b, mlb_add_c(b, at, 1), 4), b->i64);
+    hi = mlb_load(b, b->i32, mlb_gep(b, ft, off1), 4);
   } else if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
     lo = mlb_i32(b, 0);
     hi = eval_scalar(L, f->args[0]);
@@ -225,9 +227,10 @@ static void emit_for(LK *L, const CirInst *f) {
       /* entry `first + step` of the table's pairs, from 6 N: its rank, its fragment */
       MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
       MlirValue N = arg_of(L, ARG_DIM, NULL, L->p->docs_dim);
-      MlirValue at = mlb_add(b, mlb_mul(b, mlb_i32(b, 6), N), mlb_mul(b, mlb_i32(b, 2), mlb_add(b, before_first, chunk)));
-      at = mlb_add(b, at, mlb_i32(b, c->axis));
-      MlirValue off = mlb_mul(b, mlb_cast(b, "arith.extsi", at, b->i64), mlb_i64(b, 4));
+      MlirValue base = mlb_mul_c(b, N, 6);
+      MlirValue entry = mlb_mul_c(b, mlb_add(b, before_first, chunk), 2);
+      MlirValue at = mlb_add_c(b, mlb_add(b, base, entry), c->axis);
+      MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
       h->scalar = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
       h->emitted = 1;
     } else if (c->op == OP_CHUNKVAR || c->op == OP_LOOPVAR) {
