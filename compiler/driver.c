@@ -167,6 +167,7 @@ typedef struct Compilation {
   cJSON *programs; /* the manifest's programs */
   PtrVec progs;    /* CirProgram*: every variant of every spec */
   CirOptionSet want; /* --option values */
+  const char *want_prog[CAKE_MAX_OPTIONS]; /* --option PROGRAM.NAME=V: that program only (else NULL) */
   int want_used[CAKE_MAX_OPTIONS];
   CakeDieHandler die;
   Codegen cg;
@@ -213,7 +214,7 @@ static int parse_archs(Compilation *c, const char *list) {
   return 0;
 }
 
-/* "name=value,name=value" */
+/* "name=value,program.name=value" */
 static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out) {
   char *copy = arena_strdup(&c->arena, list);
   for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
@@ -227,6 +228,17 @@ static int parse_option_list(Compilation *c, const char *list, CirOptionSet *out
       return -1;
     }
     *eq = 0;
+    char *dot = strchr(tok, '.');
+    c->want_prog[out->n] = NULL;
+    if (dot) {
+      if (dot == tok || !dot[1]) {
+        diag_plain(&c->diag, "--option expects name=value or program.name=value, got '%s=%s'", tok, eq + 1);
+        return -1;
+      }
+      *dot = 0;
+      c->want_prog[out->n] = tok;
+      tok = dot + 1;
+    }
     out->names[out->n] = tok;
     out->values[out->n++] = eq + 1;
   }
@@ -757,7 +769,7 @@ static void expand_variants(Compilation *c, const Program *ast) {
   for (int o = 0; o < nopt; o++) {
     fixed[o] = -1;
     for (int w = 0; w < c->want.n; w++)
-      if (!strcmp(c->want.names[w], decl[o].name)) {
+      if (!strcmp(c->want.names[w], decl[o].name) && (!c->want_prog[w] || !strcmp(c->want_prog[w], ast->name.name))) {
         c->want_used[w] = 1;
         for (int v = 0; v < decl[o].nvalues; v++)
           if (!strcmp(decl[o].values[v], c->want.values[w])) fixed[o] = v;
@@ -869,7 +881,10 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
     expand_variants(c, ast);
   }
   for (int w = 0; w < c->want.n; w++)
-    if (!c->want_used[w]) diag_plain(&c->diag, "no program has an option '%s'", c->want.names[w]);
+    if (!c->want_used[w] && c->want_prog[w])
+      diag_plain(&c->diag, "no program '%s' with an option '%s'", c->want_prog[w], c->want.names[w]);
+    else if (!c->want_used[w])
+      diag_plain(&c->diag, "no program has an option '%s'", c->want.names[w]);
   CirProgram **progs = (CirProgram **)c->progs.items;
   int nprogs = c->progs.len;
   for (int i = 0; i < nprogs; i++)

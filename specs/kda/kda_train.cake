@@ -94,11 +94,32 @@ option gate = safe in (safe, softplus, external)
 option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
 option save = ckpt in (ckpt, states)
+option cp = none in (none, summary)
+
+// cp = summary: context-parallel (KCP), one packed sequence split across R
+// ranks, each running this program on its fragments (local documents). A
+// fragment maps the state entering it affinely, S_out = M S_in + X. The
+// forward computes each fragment's M (the state pass from the identity
+// without values) and X (from zero, or from h0 where the document starts),
+// gathers them from every rank, folds those of the fragments before each one
+// into its incoming state hin, and runs the local passes from hin. The
+// backward mirrors it: each fragment's Y (the reverse pass from zero, or from
+// dht where the document ends) is gathered, and the transposed maps and Y of
+// the fragments after each one fold, last first, into the gradient of the
+// state leaving it; the local backward runs from there. dA_log and ddt_bias
+// add the ranks' sums in rank order. h0 is read on the fragment that starts
+// its document, ht written meaningfully on the one that ends it, dh0 on the
+// one that starts it (on the others they are the fragment's own incoming or
+// outgoing state and its gradient).
 
 dim   T, N, H, HV                     // tokens, documents, key heads, value heads
 require HV % H == 0
 const K = 128, V = 128, C = 64, BV = 32
 sequence T, docs N, chunk C
+if cp == summary {
+  dim R, F                            // ranks; the most fragments a rank holds
+  ranks R, fragments F
+}
 
 param scale : f32 = rsqrt(K)
 param lower_bound : f32 = -5.0
@@ -158,6 +179,19 @@ temp dk1s, dg1s, dgf : f32[T, HV, K]  // dk and dG without the KK terms;  dG
 temp pgs, dgls : f32[chunks, HV, K]   // dgl's state term;  dgl
 temp pda : f32[chunks, HV]            // per-chunk partial sums of dA_log
 temp pdt : f32[chunks, HV, K]         // and of ddt_bias
+if cp == summary {
+  temp sm : f32[F, HV, K, K]          // each fragment's M
+  temp sx : f32[F, HV, K, V]          // X
+  temp sy : f32[F, HV, K, V]          // Y
+  temp gsm : f32[R, F, HV, K, K]      // every rank's
+  temp gsx, gsy : f32[R, F, HV, K, V]
+  temp hin : f32[N, HV, K, V]         // the state entering each fragment
+  temp dhin : f32[N, HV, K, V]        // the gradient of the state leaving it
+  temp lda : f32[HV]                  // this rank's sums of dA_log and ddt_bias
+  temp ldt : f32[HV, K]
+  temp glda : f32[R, HV]              // every rank's
+  temp gldt : f32[R, HV, K]
+}
 
 kernel prep over (c in chunks, h in HV) threads 256 {
   hk = h / (HV / H)                   // the key head of value head h
@@ -238,7 +272,11 @@ kernel bprep over (c in chunks, h in HV) threads 256 {
 }
 
 kernel chain over (n in docs, h in HV, j in V / BV) {
-  S = load h0[n, h, :, j] or 0
+  if cp == summary {
+    S = load hin[n, h, :, j]
+  } else {
+    S = load h0[n, h, :, j] or 0
+  }
   for c in chunks(n) carry S {
     if save == states {
       store hs[c, h, :, j] = S
@@ -256,7 +294,11 @@ kernel chain over (n in docs, h in HV, j in V / BV) {
 // for bit, but only the start states are written
 if save == ckpt {
   kernel states over (n in docs, h in HV, j in V / BV) {
-    S = load h0[n, h, :, j] or 0
+    if cp == summary {
+      S = load hin[n, h, :, j]
+    } else {
+      S = load h0[n, h, :, j] or 0
+    }
     for c in chunks(n) carry S {
       store hs[c, h, :, j] = S
       ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
@@ -267,7 +309,11 @@ if save == ckpt {
 
 // the reverse state pass: dS' -> dU -> dS0, last chunk first
 kernel dchain over (n in docs, h in HV, j in V / BV) {
-  dS = load dht[n, h, :, j] or 0
+  if cp == summary {
+    dS = load dhin[n, h, :, j]
+  } else {
+    dS = load dht[n, h, :, j] or 0
+  }
   for c in reverse chunks(n) carry dS {
     store dhs[c, h, :, j] = dS
     ub = (load u[c, h, j] - load w[c, h, :] @ (load hs[c, h, :, j] as bf16)) as bf16
@@ -471,22 +517,124 @@ if gate != external {
       sa = sa + load pda[c, h]
       st = st + load pdt[c, h, :]
     }
-    store dA_log[h] = sa
-    store ddt_bias[h, :] = st
+    if cp == summary {
+      store lda[h] = sa
+      store ldt[h, :] = st
+    } else {
+      store dA_log[h] = sa
+      store ddt_bias[h, :] = st
+    }
   }
 }
 
-entry fwd = prep, chain
-if gate == external {
-  if save == states {
-    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+// context parallelism (cp = summary): the fragments' maps and their folds
+if cp == summary {
+  // M, a block of BV columns: the state pass from the identity, without values
+  kernel summ_m over (n in docs, h in HV, j in K / BV) {
+    M = where(iota(K)[:, None] == iota(BV)[None, :] + j * BV, 1.0, 0.0)
+    for c in chunks(n) carry M {
+      ub = (-(load w[c, h, :] @ (M as bf16))) as bf16
+      M = load gx[c, h, :][:, None] * M + load kd[c, h, :].T @ ub
+    }
+    store sm[n, h, :, j] = M
+  }
+
+  // X: the state pass from zero, or from h0 where the document starts
+  kernel summ_x over (n in docs, h in HV, j in V / BV) {
+    S = where(continues(n), 0.0, load h0[n, h, :, j] or 0)
+    for c in chunks(n) carry S {
+      ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
+      S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+    }
+    store sx[n, h, :, j] = S
+  }
+
+  exchange gather_m = all_gather(sm) -> gsm
+  exchange gather_x = all_gather(sx) -> gsx
+
+  // the incoming state: the maps of the fragments before it, in document order
+  kernel fold over (n in docs, h in HV, j in V / BV) {
+    S = where(continues(n), 0.0, load h0[n, h, :, j] or 0)
+    for r, f in before(n) carry S {
+      S = (load gsm[r, f, h, :, :] as bf16) @ (S as bf16) + load gsx[r, f, h, :, j]
+    }
+    store hin[n, h, :, j] = S
+  }
+
+  // Y: the reverse pass from zero, or from dht where the document ends
+  kernel summ_y over (n in docs, h in HV, j in V / BV) {
+    dS = where(continued(n), 0.0, load dht[n, h, :, j] or 0)
+    for c in reverse chunks(n) carry dS {
+      dob = load do[c, h, j]
+      dU = load pq[c, h, :].T @ dob + load kd[c, h, :] @ (dS as bf16)
+      dS = load gx[c, h, :][:, None] * dS + load qg[c, h, :].T @ dob - load w[c, h, :].T @ (dU as bf16)
+    }
+    store sy[n, h, :, j] = dS
+  }
+
+  exchange gather_y = all_gather(sy) -> gsy
+
+  // the gradient of the outgoing state: the fragments after it, last first
+  kernel dfold over (n in docs, h in HV, j in V / BV) {
+    D = where(continued(n), 0.0, load dht[n, h, :, j] or 0)
+    for r, f in reverse after(n) carry D {
+      D = (load gsm[r, f, h, :, :] as bf16).T @ (D as bf16) + load gsy[r, f, h, :, j]
+    }
+    store dhin[n, h, :, j] = D
+  }
+
+  if gate != external {
+    exchange gather_da = all_gather(lda) -> glda
+    exchange gather_dt = all_gather(ldt) -> gldt
+
+    // dA_log and ddt_bias: the ranks' sums, in rank order
+    kernel dgate_ranks over (h in HV) {
+      sa = 0.0
+      st = load dt_bias[h, :] * 0.0
+      for r in range(R) carry sa, st {
+        sa = sa + load glda[r, h]
+        st = st + load gldt[r, h, :]
+      }
+      store dA_log[h] = sa
+      store ddt_bias[h, :] = st
+    }
+  }
+}
+
+if cp == summary {
+  entry fwd = prep, summ_m, summ_x, gather_m, gather_x, fold, chain
+  // the backward recomputes the maps (M for the fold of the gradients; with
+  // save = ckpt also X and the incoming states)
+  if gate == external {
+    if save == states {
+      entry bwd = bprep, summ_m, gather_m, summ_y, gather_y, dfold, dchain, dstate, dnext, dsolve, dqg, dkp, dka,
+                  dgate1
+    } else {
+      entry bwd = bprep, summ_m, summ_x, gather_m, gather_x, fold, states, summ_y, gather_y, dfold, dchain, dstate,
+                  dnext, dsolve, dqg, dkp, dka, dgate1
+    }
   } else {
-    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    if save == states {
+      entry bwd = bprep, summ_m, gather_m, summ_y, gather_y, dfold, dchain, dstate, dnext, dsolve, dqg, dkp, dka,
+                  dgate1, dgate, gather_da, gather_dt, dgate_ranks
+    } else {
+      entry bwd = bprep, summ_m, summ_x, gather_m, gather_x, fold, states, summ_y, gather_y, dfold, dchain, dstate,
+                  dnext, dsolve, dqg, dkp, dka, dgate1, dgate, gather_da, gather_dt, dgate_ranks
+    }
   }
 } else {
-  if save == states {
-    entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+  entry fwd = prep, chain
+  if gate == external {
+    if save == states {
+      entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    } else {
+      entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    }
   } else {
-    entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+    if save == states {
+      entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+    } else {
+      entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+    }
   }
 }

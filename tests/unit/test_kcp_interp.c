@@ -17,7 +17,13 @@
  *       arithmetic (no rounding) equal to 1e-9 on every layout, R in
  *       {1, 2, 3, 4}, aligned or not; with the dtypes' rounding, as close to
  *       exact arithmetic as the single-rank program (within 1.5 times its
- *       RMS error ratio).
+ *       RMS error ratio);
+ *   specs/kda/kda_train.cake with cp = summary, forward and backward,
+ *       against cp = none on one rank: every output and gradient equal to
+ *       1e-7 with exact arithmetic (double rounding; a wrong fold is off by
+ *       far more), every layout, R in {1, 2, 3, 4}, aligned
+ *       or not, the layer's gate with save = ckpt and the external gate with
+ *       save = states.
  * Then the errors: a KCP entry without ranks, ranks that disagree on a dim. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,7 +38,7 @@
 #include "cake_runtime.h"
 #include "spec_fixture.h"
 
-enum { MAXR = 8, MAXT = 32 };
+enum { MAXR = 8, MAXT = 128 }; /* ranks; tensors of a program (checked) */
 
 static Arena g_arena;
 static Diag g_diag;
@@ -62,13 +68,19 @@ static int teardown(void **state) {
 }
 
 static int tix(const CirProgram *p, const char *name) {
+  assert_true(p->ntensors <= MAXT);
   int i = cir_tensor_index(p, name);
   assert_true(i >= 0);
   return i;
 }
 
-/* How a tensor splits over the ranks: by its first axis. */
+/* How a tensor splits over the ranks: by its first axis. A per-document
+ * tensor belongs to the fragment that starts its document (h0, dh0), or, for
+ * the state at the end (ht, dht), to the one that ends it. */
 typedef enum { BY_TOKENS, BY_DOCS, WHOLE } Split;
+
+static int at_end(const CirTensor *t) { return !strcmp(t->name, "ht") || !strcmp(t->name, "dht"); }
+static int owns(const CirTensor *t, const cake_fragment *fr) { return at_end(t) ? !fr->continued : !fr->continues; }
 
 static Split split_of(const CirProgram *p, const CirTensor *t) {
   if (t->rank > 0 && t->shape[0].sym == p->tokens_dim) return BY_TOKENS;
@@ -98,8 +110,8 @@ typedef struct Rank {
 /* Runs KCP program p on R ranks over the partition of the global inputs
  * `g` (per tensor of p, global extents: dims `gd`, documents cu[0..nd]);
  * the outputs land in g's output tensors. */
-static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *cu, int nd, int R, cake_layout layout,
-                      int align, int exact, double **g) {
+static void run_ranks(const CirProgram *p, const char *const *entries, const long long *gd, const int32_t *cu, int nd,
+                      int R, cake_layout layout, int align, int exact, double **g) {
   int64_t T = cu[nd];
   Rank rk[MAXR];
   memset(rk, 0, sizeof rk);
@@ -163,7 +175,7 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
     a->dims[p->chunks_dim] = cake_interp_chunk_count(p, Tl, a->cu, nl);
     for (int i = 0; i < p->ntensors; i++) {
       const CirTensor *t = p->tensors[i];
-      if (t->role != ROLE_TEMP && !g[i]) continue; /* an absent optional tensor */
+      if (t->role != ROLE_TEMP && t->role != ROLE_SAVE && !g[i]) continue; /* an absent optional tensor */
       double *x = a->tensors[i] = calloc((size_t)cake_interp_numel(p, t, a->dims) + 1, sizeof(double));
       if (t->role != ROLE_IN) continue;
       long long row = row_of(p, t, a->dims);
@@ -172,7 +184,7 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
         if (split_of(p, t) == BY_TOKENS)
           memcpy(x + fr->local_start * row, g[i] + fr->start * row, sizeof(double) * (size_t)((fr->end - fr->start) * row));
         else if (split_of(p, t) == BY_DOCS)
-          for (long long e = 0; e < row; e++) x[f * row + e] = fr->continues ? NAN : g[i][fr->doc * row + e];
+          for (long long e = 0; e < row; e++) x[f * row + e] = owns(t, fr) ? g[i][fr->doc * row + e] : NAN;
       }
       if (split_of(p, t) == WHOLE) memcpy(x, g[i], sizeof(double) * (size_t)row);
     }
@@ -185,9 +197,11 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
     pa[r] = &args[r];
   }
   char err[1024];
-  int rc = cake_interp_run_ranks(p, "fwd", R, pa, err, sizeof err);
-  if (rc) fprintf(stderr, "kcp: %s\n", err);
-  assert_int_equal(rc, 0);
+  for (int e = 0; entries[e]; e++) {
+    int rc = cake_interp_run_ranks(p, entries[e], R, pa, err, sizeof err);
+    if (rc) fprintf(stderr, "kcp: %s: %s\n", entries[e], err);
+    assert_int_equal(rc, 0);
+  }
   int64_t covered = 0;
   for (int r = 0; r < R; r++)
     for (int64_t f = 0; f < rk[r].n; f++) {
@@ -200,17 +214,28 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
         if (split_of(p, t) == BY_TOKENS)
           memcpy(g[i] + fr->start * row, rk[r].tensors[i] + fr->local_start * row,
                  sizeof(double) * (size_t)((fr->end - fr->start) * row));
-        else if (split_of(p, t) == BY_DOCS && !fr->continued)
+        else if (split_of(p, t) == BY_DOCS && owns(t, fr))
           memcpy(g[i] + fr->doc * row, rk[r].tensors[i] + f * row, sizeof(double) * (size_t)row);
       }
     }
   assert_int_equal(covered, T);
+  for (int i = 0; i < p->ntensors; i++) { /* outputs of the whole program: every rank writes the same */
+    const CirTensor *t = p->tensors[i];
+    if (t->role != ROLE_OUT || !g[i] || split_of(p, t) != WHOLE) continue;
+    long long m = cake_interp_numel(p, t, rk[0].dims);
+    memcpy(g[i], rk[0].tensors[i], sizeof(double) * (size_t)m);
+    for (int r = 1; r < R; r++)
+      if (memcmp(rk[r].tensors[i], rk[0].tensors[i], sizeof(double) * (size_t)m))
+        fail_msg("%s: rank %d's differs from rank 0's", t->name, r);
+  }
   for (int r = 0; r < R; r++) {
     for (int i = 0; i < p->ntensors; i++) free(rk[r].tensors[i]);
     free(rk[r].fr), free(rk[r].lcu), free(rk[r].cu), free(rk[r].frags), free(rk[r].pairs);
   }
   free(order), free(first);
 }
+
+static const char *const FWD[] = {"fwd", NULL};
 
 /* max |a - b| / (1 + |b|) over n elements; NaN in a counts as infinite */
 static double worst(const double *a, const double *b, long long n) {
@@ -261,7 +286,7 @@ static double cumsum_case(const int32_t *cu, int nd, int R, cake_layout layout, 
       }
     }
   long long gd[16] = {0};
-  run_ranks(p, gd, cu, nd, R, layout, align, 1, g);
+  run_ranks(p, FWD, gd, cu, nd, R, layout, align, 1, g);
   double e = worst(y, ref, T * W), ez = worst(z, zref, T * W);
   free(x), free(y0), free(y), free(z), free(ref), free(zref), free(cut);
   return e > ez ? e : ez;
@@ -335,7 +360,7 @@ static void kda_run(const CirProgram *p, const KdaIn *x, const int32_t *cu, int 
   for (int i = 0; i < p->ndims; i++)
     if (!strcmp(p->dims[i].name, "H") || !strcmp(p->dims[i].name, "HV")) gd[i] = KH;
   if (p->ranks_dim >= 0) {
-    run_ranks(p, gd, cu, nd, R, layout, align, exact, g);
+    run_ranks(p, FWD, gd, cu, nd, R, layout, align, exact, g);
     return;
   }
   gd[p->tokens_dim] = T;
@@ -386,6 +411,109 @@ static void test_kda_summary(void **state) {
   kda_free(&x);
 }
 
+/* ---- KDA training (kda_train.cake, cp = summary) against cp = none ---- */
+
+typedef struct TrainCase {
+  const char *gate, *qk_norm, *beta_logits, *save;
+} TrainCase;
+
+static const CirProgram *train_program(const TrainCase *tc, const char *cp) {
+  CirOptionSet set = {{"gate", "qk_norm", "beta_logits", "save", "cp"}, {tc->gate, tc->qk_norm, tc->beta_logits, tc->save, cp}, 5};
+  return load(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "kda_train.cake", &set);
+}
+
+static void test_kda_train_summary(void **state) {
+  (void)state;
+  static const int32_t cu[] = {0, 150, 151, 300};
+  const int nd = 3;
+  const int64_t T = cu[nd];
+  static const TrainCase cases[] = {{"softplus", "true", "true", "ckpt"}, {"external", "false", "false", "states"}};
+  static const char *const outs[] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
+  static const char *const both[] = {"fwd", "bwd", NULL};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const TrainCase *tc = &cases[ci];
+    const CirProgram *one = train_program(tc, "none"), *kcp = train_program(tc, "summary");
+    assert_non_null(one), assert_non_null(kcp);
+    assert_true(one->ntensors <= MAXT && kcp->ntensors <= MAXT);
+    int external = !strcmp(tc->gate, "external");
+    uint64_t seed = 0x747261u + ci;
+    /* the global inputs, by tensor name (the same for both programs) */
+    double *in[MAXT] = {0}, *ref[MAXT] = {0}, *got[MAXT] = {0};
+    long long gd[16] = {0};
+    for (int i = 0; i < one->ndims; i++)
+      if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
+    gd[one->tokens_dim] = T;
+    gd[one->docs_dim] = nd;
+    for (int i = 0; i < one->ntensors; i++) {
+      const CirTensor *t = one->tensors[i];
+      if (t->role != ROLE_IN) continue;
+      long long n = cake_interp_numel(one, t, gd);
+      double *x = in[i] = malloc(sizeof(double) * (size_t)(n + 1));
+      for (long long e = 0; e < n; e++) {
+        double v = fixture_nrand(&seed);
+        if (!strcmp(t->name, "g") && external) v = -0.05 * log1p(exp(v)); /* a log-decay <= 0 */
+        if (!strcmp(t->name, "A_log")) v = fixture_urand(&seed) * 2.0 - 6.0; /* weak decay: the state carries */
+        if (!strcmp(t->name, "h0") || !strcmp(t->name, "dht")) v *= 0.1;
+        x[e] = t->dtype == DT_BF16 ? cake_round_bf16(v) : (double)(float)v;
+      }
+    }
+    /* single rank: fwd then bwd, exact arithmetic */
+    double *t1[MAXT] = {0};
+    long long cu64[8];
+    for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
+    for (int i = 0; i < one->ntensors; i++) {
+      const CirTensor *t = one->tensors[i];
+      if (t->role == ROLE_IN) t1[i] = in[i];
+      else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
+        long long dims[16];
+        memcpy(dims, gd, sizeof dims);
+        dims[one->chunks_dim] = cake_interp_chunk_count(one, T, cu64, nd);
+        t1[i] = ref[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
+      }
+    }
+    InterpArgs a = {gd, cu64, nd, NULL, t1, 1, 0, NULL, NULL};
+    assert_int_equal(fixture_run(one, "fwd", &a), 0);
+    assert_int_equal(fixture_run(one, "bwd", &a), 0);
+    /* on ranks */
+    double top[sizeof outs / sizeof outs[0]] = {0};
+    static const int ranks[] = {1, 2, 3, 4};
+    for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
+      for (int L = 0; L < 3; L++)
+        for (int align = 0; align <= 64; align += 64) {
+          double *g[MAXT] = {0};
+          long long gk[16] = {0};
+          for (int i = 0; i < kcp->ntensors; i++) {
+            const CirTensor *t = kcp->tensors[i];
+            int j = cir_tensor_index(one, t->name);
+            if (t->role == ROLE_IN) g[i] = in[j];
+            else if (t->role == ROLE_OUT) {
+              free(got[j]);
+              long long n = cake_interp_numel(one, one->tensors[j], gd);
+              g[i] = got[j] = calloc((size_t)n + 1, sizeof(double));
+            }
+          }
+          for (int i = 0; i < kcp->ndims; i++)
+            if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
+          run_ranks(kcp, both, gk, cu, nd, ranks[ri], (cake_layout)L, align, 1, g);
+          for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
+            int j = cir_tensor_index(one, outs[k]);
+            if (j < 0) continue; /* dA_log and ddt_bias: not with the external gate */
+            long long n = cake_interp_numel(one, one->tensors[j], gd);
+            double e = worst(got[j], ref[j], n);
+            if (!(e <= top[k])) top[k] = e;
+            if (!(e < 1e-7))
+              fail_msg("%s gate, save %s, R = %d, %s, align %d: %s differs by %g", tc->gate, tc->save, ranks[ri],
+                       cake_layout_name((cake_layout)L), align, outs[k], e);
+          }
+        }
+    printf("kda_train %s gate, save %s, exact arithmetic, largest difference from one rank:", tc->gate, tc->save);
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+      if (cir_tensor_index(one, outs[k]) >= 0) printf(" %s %.1e", outs[k], top[k]);
+    printf("\n");
+    for (int i = 0; i < MAXT; i++) free(in[i]), free(ref[i]), free(got[i]);
+  }
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void **state) {
@@ -427,6 +555,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cumsum_layouts),
       cmocka_unit_test(test_kda_summary),
+      cmocka_unit_test(test_kda_train_summary),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

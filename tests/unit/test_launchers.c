@@ -55,9 +55,9 @@ static int setup(void **st) {
   return compile(CAKE_SOURCE_DIR "/specs/first/first.cake", NULL, "first") ||
          compile(CAKE_SOURCE_DIR "/tests/lit/diag/options.cake", NULL, "opts") ||
          compile(CAKE_SOURCE_DIR "/specs/kda/kda_fwd.cake", "gate=external,qk_norm=false,beta_logits=true", "kda") ||
-         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=states",
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=states,cp=none",
                  "kda_train") ||
-         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt",
+         compile(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt,cp=none",
                  "kda_train_ckpt");
 }
 
@@ -313,7 +313,7 @@ static void kda_train_binds_both_entries_from_one_struct(void **st) {
 
   cake_package *pkg = load("kda_train");
   assert_int_equal(kda_train_plan(pkg, &o, &d, NULL, &plan), CAKE_OK);
-  assert_string_equal(plan->prog->variant, "gate=softplus,qk_norm=true,beta_logits=true,save=states");
+  assert_string_equal(plan->prog->variant, "gate=softplus,qk_norm=true,beta_logits=true,save=states,cp=none");
   size_t ws = 0, sv = 0;
   assert_int_equal(cake_plan_workspace_bytes(plan, &ws), CAKE_OK);
   assert_int_equal(cake_plan_saved_bytes(plan, &sv), CAKE_OK);
@@ -455,9 +455,9 @@ static void workspace_temps_share_when_never_live_together(void **st) {
     const char *sub, *name, *variant;
     size_t ws_single, ws_packed; /* T = 32768, H = HV = 16; T = 65536 in 3 documents, H = HV = 16 */
   } cases[] = {
-      {"kda_train_ckpt", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt", WS_CKPT_SINGLE,
+      {"kda_train_ckpt", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt,cp=none", WS_CKPT_SINGLE,
        WS_CKPT_PACKED},
-      {"kda_train", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=states", WS_STATES_SINGLE,
+      {"kda_train", "kda_train", "gate=softplus,qk_norm=true,beta_logits=true,save=states,cp=none", WS_STATES_SINGLE,
        WS_STATES_PACKED},
       {"kda", "kda_fwd", "gate=external,qk_norm=false,beta_logits=true,vblock=v32", WS_FWD_SINGLE, WS_FWD_PACKED},
   };
