@@ -553,9 +553,16 @@ static const struct {
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
-    /* the schema version: this runtime reads version 2 only (temps' live ranges) */
-    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads version 2 (rebuild the package"},
-    {"'schema_version': 2", "'schema_version': 3", "has schema version 3; this runtime reads version 2"},
+    /* the schema version: this runtime reads versions 2 (temps' live ranges) and 3 (context parallelism) */
+    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 and 3 (rebuild the package"},
+    {"'schema_version': 2", "'schema_version': 4", "has schema version 4; this runtime reads versions 2 and 3"},
+    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 and 3"},
+    /* schema 2 knows no context parallelism */
+    {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}",
+     "dim 'H': 'role' is 'ranks'; expected size, tokens, docs or chunks"},
+    {"'entries': [", "'exchanges': [], 'entries': [", "program 'p' (m=a): 'exchanges' needs schema version 3"},
+    {"{'kind': 'workspace', 'name': 'doc_table'}", "{'kind': 'workspace', 'name': 'frag_table'}",
+     "stage 'main': workspace argument 'frag_table' names no tensor"},
     /* the temps' live ranges */
     {"'live': [{'entry': 'fwd', 'first': 0, 'last': 0}], ", "", "tensor 'tmp': 'live' is missing"},
     {", 'pinned': false}", "}", "tensor 'tmp': 'pinned' is missing"},
