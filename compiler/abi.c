@@ -3,16 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks, int *docs) {
+static void scan_block(const CirBlock *b, int *tensors, int *params, int *chunks, int *docs, int *frags) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     if (in->tensor) tensors[in->tensor->index] = 1;
     if (in->op == OP_PARAMVAL) params[in->param->index] = 1;
-    if (in->op == OP_FOR && !in->counted) *chunks = *docs = 1;
+    if (in->op == OP_FOR && in->before) *frags = 1;
+    else if (in->op == OP_FOR && !in->counted) *chunks = *docs = 1;
+    if (cake_ops[in->op].kind == OK_FRAG) *frags = 1;
     if (in->op == OP_VALID) *chunks = 1;
     for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
       if (in->index[j].kind == IX_CHUNK) *chunks = 1;
-    if (in->body) scan_block(in->body, tensors, params, chunks, docs);
+    if (in->body) scan_block(in->body, tensors, params, chunks, docs, frags);
   }
 }
 
@@ -26,13 +28,13 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   memset(abi, 0, sizeof *abi);
   int *tensors = cake_xcalloc((size_t)p->ntensors + 1, sizeof(int)),
       *params = cake_xcalloc((size_t)p->nparams + 1, sizeof(int));
-  int chunks = 0, docs = 0;
-  scan_block(&k->body, tensors, params, &chunks, &docs);
+  int chunks = 0, docs = 0, frags = 0;
+  scan_block(&k->body, tensors, params, &chunks, &docs, &frags);
   for (int i = 0; i < k->naxes; i++) {
     if (k->axes[i].kind == GA_CHUNKS) chunks = 1;
     if (k->axes[i].kind == GA_DOCS) docs = 1;
   }
-  int count = chunks + docs + p->ndims;
+  int count = chunks + docs + frags + p->ndims;
   for (int i = 0; i < p->ntensors; i++) count += tensors[i];
   for (int i = 0; i < p->nparams; i++) count += params[i];
   if (count > CAKE_MAX_KERNEL_ARGS) {
@@ -63,6 +65,13 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
     a->what = ARG_DOC_TABLE;
     a->kind = "workspace";
     a->name = "doc_table";
+    a->dtype = DT_I32;
+  }
+  if (frags) {
+    KernelArg *a = push(abi);
+    a->what = ARG_FRAG_TABLE;
+    a->kind = "workspace";
+    a->name = "frag_table";
     a->dtype = DT_I32;
   }
   for (int i = 0; i < p->ndims; i++) {

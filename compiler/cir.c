@@ -105,7 +105,8 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
       if (in->counted)
         buf_printf(o, "for range %%%d carry(", in->args[0]->id);
       else if (in->before)
-        buf_printf(o, "for over before(%%%d) carry(", in->args[0]->id);
+        buf_printf(o, "for over %s(%%%d)%s carry(", in->before == 2 ? "after" : "before", in->args[0]->id,
+                   in->reverse ? " reverse" : "");
       else if (in->all_chunks)
         buf_printf(o, "for over all %%%d chunks%s carry(", in->args[0]->id, in->reverse ? " reverse" : "");
       else

@@ -94,9 +94,10 @@ typedef struct CirInst {
   CirBlock *body;           /* FOR */
   int reverse;              /* FOR */
   int all_chunks;           /* FOR: every chunk of every document; args[0] is then the chunk count */
-  int before;               /* FOR: the fragments before fragment args[0] in its document, on earlier
-                               ranks (a context-parallel program); LOOPVAR axis 0 = the rank, 1 = the
-                               fragment's index on that rank */
+  int before;               /* FOR: 1 the fragments before fragment args[0] in its document, 2 those
+                               after it (on other ranks; a context-parallel program), in document
+                               order or `reverse`; LOOPVAR axis 0 = the rank, 1 = the fragment's
+                               index on that rank */
   int counted;              /* FOR: a counted loop `for i in range(n)`; args[0] is n (i32), its index a LOOPVAR */
   struct CirInst *parent;   /* CARRY, CHUNKVAR, LOOPVAR, YIELD: their FOR; FORRES: its FOR */
   int nuses;

@@ -338,6 +338,10 @@ static cJSON *arg_json(const CirProgram *p, const KernelArg *a) {
     cJSON *s = cJSON_CreateArray();
     cJSON_AddItemToArray(s, cJSON_CreateString("docs+1"));
     cJSON_AddItemToObject(o, "shape", s);
+  } else if (a->what == ARG_FRAG_TABLE) {
+    cJSON *s = cJSON_CreateArray();
+    cJSON_AddItemToArray(s, cJSON_CreateString("6*docs+2*entries"));
+    cJSON_AddItemToObject(o, "shape", s);
   }
   return o;
 }
@@ -418,7 +422,7 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
   for (int i = 0; i < p->ndims; i++) {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "name", p->dims[i].name);
-    static const char *const roles[] = {"size", "tokens", "docs", "chunks"};
+    static const char *const roles[] = {"size", "tokens", "docs", "chunks", "ranks", "fragments"};
     cJSON_AddStringToObject(d, "role", roles[p->dims[i].role]);
     cJSON_AddItemToArray(dims, d);
   }
@@ -480,6 +484,18 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     for (int s = 0; s < p->entries[i]->nstages; s++)
       cJSON_AddItemToArray(st, cJSON_CreateString(p->entries[i]->stages[s]->name));
     cJSON_AddItemToArray(es, j);
+  }
+  /* exchange stages (schema 3, context-parallel programs): every rank's src into every rank's dst */
+  if (p->ranks_dim < 0) return o;
+  cJSON *xs = cJSON_AddArrayToObject(o, "exchanges");
+  for (int i = 0; i < p->nexchanges; i++) {
+    const CirKernel *x = p->exchanges[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", x->name);
+    cJSON_AddStringToObject(j, "op", xchg_op_name(x->exchange));
+    cJSON_AddStringToObject(j, "src", x->xsrc->name);
+    cJSON_AddStringToObject(j, "dst", x->xdst->name);
+    cJSON_AddItemToArray(xs, j);
   }
   return o;
 }
@@ -695,7 +711,12 @@ static int cmp_path(const void *a, const void *b) {
 static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
-  cJSON_AddNumberToObject(m, "schema_version", 2);
+  /* 3 when a program is context-parallel (ranks and fragments dims, exchanges,
+   * the fragment table); 2 otherwise, so that such packages stay as they were */
+  int schema = 2;
+  for (int i = 0; i < c->progs.len; i++)
+    if (((const CirProgram *)c->progs.items[i])->ranks_dim >= 0) schema = 3;
+  cJSON_AddNumberToObject(m, "schema_version", schema);
   cJSON_AddStringToObject(m, "compiler", cake_version());
   cJSON *ts = cJSON_AddArrayToObject(m, "targets");
   for (int i = 0; i < c->narchs; i++) cJSON_AddItemToArray(ts, cJSON_CreateString(c->archs[i]));
@@ -858,18 +879,17 @@ static int compile_all(Compilation *c, const cake_source *sources, int nsources)
                    progs[i]->src->name);
       }
   if (c->diag.errors) return rc ? rc : 1;
-  /* Context-parallel programs run in the interpreter so far: their fragment
-   * tables and exchanges have no GPU lowering, manifest form or launcher yet. */
-  for (int i = 0; i < nprogs && (c->emit == EMIT_HEADER || c->emit > EMIT_LIVE); i++)
+  /* Context-parallel programs have no typed launchers yet (their launches
+   * take a communicator: cake_launch_comm, cake_launch_group). */
+  for (int i = 0; i < nprogs && c->emit == EMIT_HEADER; i++)
     if (progs[i]->ranks_dim >= 0) {
       Loc at = progs[i]->dims[progs[i]->ranks_dim].loc;
       diag_error(&c->diag, at,
-                 "program '%s' is context-parallel (`ranks`): it runs on the CPU interpreter only so far "
-                 "(cake_interp_run_ranks); compiling it for a GPU is not supported yet",
+                 "program '%s' is context-parallel (`ranks`): typed launchers (--emit=header) do not cover "
+                 "such programs yet; use the runtime's group or communicator launches",
                  progs[i]->name);
       return 1;
     }
-
   if (c->emit == EMIT_HEADER) {
     sort_programs(&c->progs);
     emit_headers(&c->text, (CirProgram **)c->progs.items, c->progs.len, &c->arena);

@@ -308,12 +308,13 @@ static void exec_for(Interp *I, const CirInst *f) {
   const int *pairs = NULL;
   if (f->before) {
     if (!I->args->frags) {
-      fail(I, f, "a loop over before(n) needs the fragments of the ranks: it runs on ranks "
+      fail(I, f, "a loop over before(n) or after(n) needs the fragments of the ranks: it runs on ranks "
                  "(cake_interp_run_ranks)");
       return;
     }
-    lo = 0, hi = I->args->frags[n].before_count;
-    pairs = I->args->before + 2 * I->args->frags[n].before_first;
+    const InterpFrag *fr = &I->args->frags[n];
+    lo = 0, hi = f->before == 2 ? fr->after_count : fr->before_count;
+    pairs = I->args->pairs + 2 * (f->before == 2 ? fr->after_first : fr->before_first);
   } else if (f->counted) lo = 0, hi = n > 0 ? n : 0; /* i = 0 .. n - 1 */
   else if (f->all_chunks) lo = 0, hi = n;
   else lo = I->doc_first[n], hi = I->doc_first[n + 1];
@@ -322,7 +323,7 @@ static void exec_for(Interp *I, const CirInst *f) {
     long long c = f->reverse ? hi - 1 - step : lo + step;
     for (int i = 0; i < body->len; i++) {
       const CirInst *in = body->insts[i];
-      if (pairs && in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)pairs[2 * c + in->axis];
+      if (pairs && in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)pairs[2 * c + in->axis]; /* c: reversed too */
       else if (in->op == OP_CHUNKVAR || in->op == OP_LOOPVAR) def(I, in)->v[0] = (double)c;
       else if (in->op == OP_CARRY) {
         Tile *t = def(I, in);

@@ -19,11 +19,12 @@
 /* Where one fragment (a local document of a context-parallel program) sits
  * in its document: the values of continues(n) and continued(n), and the
  * fragments before it in its document (on other ranks), in document order,
- * as (rank, local fragment index) pairs before[2 * i], before[2 * i + 1]
- * for i in [before_first, before_first + before_count). */
+ * as (rank, local fragment index) pairs pairs[2 * i], pairs[2 * i + 1] for i
+ * in [before_first, before_first + before_count); those after it likewise
+ * from after_first. */
 typedef struct InterpFrag {
   int continues, continued;
-  long long before_first, before_count;
+  long long before_first, before_count, after_first, after_count;
 } InterpFrag;
 
 typedef struct InterpArgs {
@@ -41,7 +42,7 @@ typedef struct InterpArgs {
                                results;
                                1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
   const InterpFrag *frags;  /* a context-parallel program: one per local document (fragment), or NULL */
-  const int *before;        /* the (rank, fragment) pairs the fragments' before_first index */
+  const int *pairs;         /* the (rank, fragment) pairs the fragments' before_first and after_first index */
 } InterpArgs;
 
 /* 0 on success; on failure a message in err. An entry with an exchange

@@ -1719,18 +1719,19 @@ static int for_stmt(Sema *s, const Stmt *st) {
     if (!first) return 0;
   } else if (st->before) {
     if (s->p->ranks_dim < 0) {
-      ERR(st->doc_loc, "a loop over `before(%s)` walks the fragments of other ranks: it needs a context-parallel "
-                       "program (a `ranks` declaration)", st->doc);
+      ERR(st->doc_loc, "a loop over `%s(%s)` walks the fragments of other ranks: it needs a context-parallel "
+                       "program (a `ranks` declaration)", st->before == 2 ? "after" : "before", st->doc);
       return 0;
     }
     Binding *db = lookup(s, st->doc);
     if (!db || !db->is_grid || !is_docs_index(db->v)) {
-      ERR(st->doc_loc, "'%s' is not a grid index over docs; `before(n)` takes a fragment, so the kernel needs an "
-                       "axis like `n in docs`", st->doc);
+      ERR(st->doc_loc, "'%s' is not a grid index over docs; `%s(n)` takes a fragment, so the kernel needs an "
+                       "axis like `n in docs`", st->doc, st->before == 2 ? "after" : "before");
       return 0;
     }
     if (!strcmp(st->name, st->name2)) {
-      ERR(st->name2_loc, "the rank and the fragment of a `before` loop need two different names");
+      ERR(st->name2_loc, "the rank and the fragment of a `%s` loop need two different names",
+          st->before == 2 ? "after" : "before");
       return 0;
     }
     first = db->v;

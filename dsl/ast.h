@@ -61,7 +61,7 @@ typedef enum {
   S_STORE,  /* store target = value; target is an E_INDEX on a name */
   S_FOR,    /* for var in [reverse] chunks(doc) carry names { body }, or
                for var in range(count) carry names { body } (count in `value`), or
-               for var, name2 in before(doc) carry names { body } (`before`) */
+               for var, name2 in [reverse] before|after(doc) carry names { body } (`before`) */
   S_IF,     /* if cond { body } else { else_body }: cond is compile-time */
 } StmtKind;
 
@@ -77,7 +77,7 @@ struct Stmt {
                         (or a counted loop, when `value` holds its count) */
   Loc doc_loc;
   int reverse;
-  int before;        /* S_FOR over before(doc): name = the rank, name2 = the slot */
+  int before;        /* S_FOR over before(doc) (1) or after(doc) (2): name = the rank, name2 = the fragment */
   const char *name2;
   Loc name2_loc;
   PtrVec carries;    /* S_FOR: Ident* */

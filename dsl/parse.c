@@ -153,7 +153,8 @@ static void dump_stmt(Buf *o, const Stmt *s, int indent) {
         dump_expr(o, s->value);
         buf_puts(o, ") carry");
       } else if (s->before) {
-        buf_printf(o, "For %s, %s in before(%s) carry", s->name, s->name2, s->doc);
+        buf_printf(o, "For %s, %s in %s%s(%s) carry", s->name, s->name2, s->reverse ? "reverse " : "",
+                   s->before == 2 ? "after" : "before", s->doc);
       } else if (s->doc) {
         buf_printf(o, "For %s in %schunks(%s) carry", s->name, s->reverse ? "reverse " : "", s->doc);
       } else {

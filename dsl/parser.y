@@ -376,16 +376,18 @@ stmt
       $$->value = $6; $$->doc_loc = L(@4); $$->carries = $8; $$->body = $10;
       $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
-  | FOR IDENT ',' IDENT IN IDENT '(' IDENT ')' opt_carry '{' stmts '}' {
-      /* `for r, f in before(n)`: the fragments before fragment n in its
-       * document, on earlier ranks (a context-parallel program) */
-      if (strcmp($6, "before") != 0)
-        diag_error(pc->diag, L(@6), "expected `before(n)` after 'in' for a loop over two names, got '%s'", $6);
+  | FOR IDENT ',' IDENT IN opt_reverse IDENT '(' IDENT ')' opt_carry '{' stmts '}' {
+      /* `for r, f in [reverse] before(n)` / `after(n)`: the fragments before
+       * (after) fragment n in its document, on other ranks (a
+       * context-parallel program), in document order or reversed */
+      int which = !strcmp($7, "before") ? 1 : !strcmp($7, "after") ? 2 : 0;
+      if (!which)
+        diag_error(pc->diag, L(@7), "expected `before(n)` or `after(n)` after 'in' for a loop over two names, got '%s'", $7);
       $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
       $$->name = $2; $$->name_loc = L(@2);
-      $$->name2 = $4; $$->name2_loc = L(@4);
-      $$->doc = $8; $$->doc_loc = L(@8); $$->before = 1;
-      $$->carries = $10; $$->body = $12;
+      $$->name2 = $4; $$->name2_loc = L(@4); $$->reverse = $6;
+      $$->doc = $9; $$->doc_loc = L(@9); $$->before = which ? which : 1;
+      $$->carries = $11; $$->body = $13;
       $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }

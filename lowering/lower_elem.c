@@ -407,6 +407,14 @@ static Vals eval_fused(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W)
         case OP_GRIDVAR: return splat(L->grid[v->axis], W);
         default: cake_die("leaf %s has no value here", cake_ops[v->op].id);
       }
+    case OK_FRAG: { /* row n of the fragment table: continues, continued */
+      MlirValue n = eval_scalar(L, v->args[0]);
+      MlirValue ft = L->args[abi_find(L->abi, ARG_FRAG_TABLE, NULL, 0)];
+      MlirValue at = mlb_add_c(b, mlb_mul_c(b, n, 6), v->op == OP_CONTINUES ? 0 : 1);
+      MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
+      MlirValue x = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
+      return splat(mlb_cmpi(b, "ne", x, mlb_i32(b, 0)), W);
+    }
     case OK_IOTA: /* the element's own index along the vector */
       for (int l = 0; l < W; l++) out.v[l] = plus(L, c, l);
       return out;

@@ -139,10 +139,19 @@ static void emit_refill(LK *L, const CirInst *after, int barrier_done) {
 
 static void emit_for(LK *L, const CirInst *f) {
   Mlb *b = &L->b;
-  MlirValue lo, hi;
+  MlirValue lo, hi, before_first = {0};
   if (f->counted) { /* i = 0 .. n - 1, none when n <= 0 */
     lo = mlb_i32(b, 0);
     hi = mlb_bin(b, "arith.maxsi", eval_scalar(L, f->args[0]), lo);
+  } else if (f->before) { /* the fragments before (after) fragment args[0]: from the fragment table */
+    MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
+    int col = f->before == 2 ? 4 : 2; /* first, count */
+    MlirValue at = mlb_add_c(b, mlb_mul_c(b, eval_scalar(L, f->args[0]), 6), col);
+    MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
+    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
+    lo = mlb_i32(b, 0);
+    MlirValue off1 = mlb_cast(b, "arith.extsi", mlb_mul_c(b, mlb_add_c(b, at, 1), 4), b->i64);
+    hi = mlb_load(b, b->i32, mlb_gep(b, ft, off1), 4);
   } else if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
     lo = mlb_i32(b, 0);
     hi = eval_scalar(L, f->args[0]);
@@ -214,7 +223,17 @@ static void emit_for(LK *L, const CirInst *f) {
   for (int i = 0; i < body->len; i++) {
     const CirInst *c = body->insts[i];
     Home *h = home_of(L, c);
-    if (c->op == OP_CHUNKVAR || c->op == OP_LOOPVAR) {
+    if (c->op == OP_LOOPVAR && f->before) {
+      /* entry `first + step` of the table's pairs, from 6 N: its rank, its fragment */
+      MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
+      MlirValue N = arg_of(L, ARG_DIM, NULL, L->p->docs_dim);
+      MlirValue base = mlb_mul_c(b, N, 6);
+      MlirValue entry = mlb_mul_c(b, mlb_add(b, before_first, chunk), 2);
+      MlirValue at = mlb_add_c(b, mlb_add(b, base, entry), c->axis);
+      MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
+      h->scalar = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
+      h->emitted = 1;
+    } else if (c->op == OP_CHUNKVAR || c->op == OP_LOOPVAR) {
       h->scalar = chunk;
       h->emitted = 1;
       if (c->op == OP_CHUNKVAR) load_chunk(L, c, chunk);
@@ -355,7 +374,8 @@ static int count_ids(const CirBlock *b) {
 }
 
 static MlirType arg_type(Mlb *b, const KernelArg *a) {
-  if (a->what == ARG_TENSOR || a->what == ARG_CHUNK_TABLE || a->what == ARG_DOC_TABLE) return b->ptr_g;
+  if (a->what == ARG_TENSOR || a->what == ARG_CHUNK_TABLE || a->what == ARG_DOC_TABLE || a->what == ARG_FRAG_TABLE)
+    return b->ptr_g;
   return a->dtype == DT_F32 ? b->f32 : b->i32;
 }
 

@@ -33,8 +33,8 @@ static void number_block(Plan *P, const CirBlock *b, int depth, const CirInst *l
   }
 }
 
-/* In the body of a scan over chunks (not of a counted loop)? */
-static int in_scan(const Home *h) { return h->depth > 0 && h->loop && !h->loop->counted; }
+/* In the body of a scan over chunks (not of a counted or `before` loop)? */
+static int in_scan(const Home *h) { return h->depth > 0 && h->loop && !h->loop->counted && !h->loop->before; }
 
 static int block_end(LK *L, const CirBlock *b) {
   const CirInst *last = b->insts[b->len - 1];
@@ -613,7 +613,7 @@ static void refine_homes(LK *L, const CirBlock *b) {
     if (in_scan(h)) {
       if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
       if (h->kind == H_SMEM) h->async_mode = ASYNC_PREFETCH; /* one buffer, refilled after its last read */
-    } else if (h->depth == 1 && h->kind == H_SMEM) {
+    } else if (h->depth == 1 && h->kind == H_SMEM && !(h->loop && h->loop->before)) {
       /* a counted loop's body is planned like a kernel's: what is stored
        * anyway is copied ahead (for the next step, after its last read) */
       h->async_mode = ASYNC_PREFETCH;

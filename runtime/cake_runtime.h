@@ -117,7 +117,7 @@ typedef struct cake_plan cake_plan;
  * Schema versions 2 and 3 are read. Version 3 adds context-parallel
  * programs: dims with roles "ranks" and "fragments" (at most one each;
  * fragments needs ranks, and ranks needs a docs dim), the program's
- * "exchanges" (required in 3, possibly empty; each {name, op "all_gather",
+ * "exchanges" (optional; each {name, op "all_gather",
  * src, dst}: two temps of one dtype, dst's shape the ranks dim followed by
  * src's, src's without a tokens, docs or chunks dim; names unique among
  * stages and exchanges) which entries list among their stages, and the
@@ -357,14 +357,17 @@ void cake_comm_destroy(cake_comm *c);       /* NULL does nothing */
  *   - the ranks dim: R; the fragments dim (when the program has one): F, the
  *     most fragments any rank holds (at least 1);
  *   - the fragment table (the kernel argument frag_table, "frag_table" of
- *     cake_plan_item), int32: for each local fragment n in [0, N), at 4n,
- *     [continues, continued, before_first, before_count]; from 4N on, the
- *     fragments before fragment n in its document, in document order, as
- *     (rank, index among that rank's fragments) pairs: entry i at 4N + 2i,
- *     fragment n's entries before_first .. before_first + before_count - 1.
- *     4N + 2B int32 in all (B entries); a rank without fragments has one
- *     row of zeros. It counts in the workspace like the chunk table and goes
- *     to the device with it (see cake_launch).
+ *     cake_plan_item), int32: for each local fragment n in [0, N), at 6n,
+ *     [continues, continued, before_first, before_count, after_first,
+ *     after_count]; from 6N on, (rank, index among that rank's fragments)
+ *     pairs, entry i at 6N + 2i: fragment n's before entries (the fragments
+ *     before it in its document, in document order) are before_first ..
+ *     before_first + before_count - 1, its after entries (those after it,
+ *     in document order) after_first .. after_first + after_count - 1; the
+ *     entries go fragment by fragment, each one's before list then its
+ *     after list. 6N + 2E int32 in all (E entries); a rank without
+ *     fragments has one row of zeros. It counts in the workspace like the
+ *     chunk table and goes to the device with it (see cake_launch).
  * The ranks and fragments dims come from the partition; cake_plan_set_dim
  * may set them too, as a check: a value set by hand must equal the
  * partition's (CAKE_ERR_PLAN from cake_plan_set_partition when set before

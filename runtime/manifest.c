@@ -497,14 +497,14 @@ static cake_status exchange_temp(Ld *L, const JNode *x, const char *key, const c
   return CAKE_OK;
 }
 
-/* "exchanges" (schema 3; absent in 2): all_gather stages, DST[r, ...] = rank
+/* "exchanges" (schema 3, optional; absent in 2): all_gather stages, DST[r, ...] = rank
  * r's SRC: both temps of one dtype, DST's shape the ranks dim followed by
  * SRC's, SRC's without a tokens, docs or chunks dim (every rank sends the
  * same number of bytes). Their names are unique among stages and exchanges. */
 static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
   static const char *const ops[] = {"all_gather"};
   const JNode *xs;
-  cake_status s = get(L, pj, "exchanges", J_ARR, L->version >= 3, &xs);
+  cake_status s = get(L, pj, "exchanges", J_ARR, 0, &xs); /* absent: none */
   if (s) return s;
   if (xs && L->version < 3) return bad(L, "'exchanges' needs schema version 3");
   int n = xs ? xs->n : 0;

@@ -212,15 +212,16 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
       all[first[q] + f] = (GFrag){fr[first[q] + f].start, fr[first[q] + f].doc, q, (int32_t)f};
   }
   qsort(all, (size_t)total, sizeof *all, by_start); /* fragments are disjoint and not empty: document order */
-  /* the fragments before each of this rank's, in document order: those of
-   * its document that start before it */
+  /* the fragments before and after each of this rank's, in document order:
+   * those of its document that start before it, and after it */
   const cake_fragment *own = fr + first[rank];
-  int64_t B = 0;
+  int64_t E = 0;
   for (int64_t f = 0; f < nown; f++) {
     int64_t at = find_start(all, total, own[f].start);
-    for (int64_t j = at - 1; j >= 0 && all[j].doc == own[f].doc; j--) B++;
+    for (int64_t j = at - 1; j >= 0 && all[j].doc == own[f].doc; j--) E++;
+    for (int64_t j = at + 1; j < total && all[j].doc == own[f].doc; j++) E++;
   }
-  int64_t ints = 4 * N + 2 * B;
+  int64_t ints = 6 * N + 2 * E;
   if (ints > INT32_MAX) {
     s = rt_fail(CAKE_ERR_PLAN, "the fragment table of rank %d has %lld entries; at most 2^31 - 1", rank, (long long)ints);
     goto done;
@@ -231,15 +232,21 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
   }
   int64_t b = 0; /* a rank without fragments: one row of zeros */
   for (int64_t f = 0; f < nown; f++) {
-    int64_t at = find_start(all, total, own[f].start), j = at;
+    int64_t at = find_start(all, total, own[f].start), j = at, end = at + 1;
     while (j > 0 && all[j - 1].doc == own[f].doc) j--;
-    table[4 * f] = own[f].continues;
-    table[4 * f + 1] = own[f].continued;
-    table[4 * f + 2] = (int32_t)b;
-    table[4 * f + 3] = (int32_t)(at - j);
-    for (; j < at; j++, b++) {
-      table[4 * N + 2 * b] = all[j].rank;
-      table[4 * N + 2 * b + 1] = all[j].index;
+    while (end < total && all[end].doc == own[f].doc) end++;
+    int32_t *row = table + 6 * f;
+    row[0] = own[f].continues;
+    row[1] = own[f].continued;
+    row[2] = (int32_t)b; /* before: all[j .. at) */
+    row[3] = (int32_t)(at - j);
+    row[4] = (int32_t)(b + (at - j)); /* after: all[at + 1 .. end) */
+    row[5] = (int32_t)(end - at - 1);
+    for (; j < end; j++) {
+      if (j == at) continue;
+      table[6 * N + 2 * b] = all[j].rank;
+      table[6 * N + 2 * b + 1] = all[j].index;
+      b++;
     }
   }
   if (!nown) lcu[0] = lcu[1] = 0;

@@ -90,7 +90,7 @@ typedef struct Rank {
   long long *cu;
   int64_t n;
   InterpFrag *frags;
-  int *before;
+  int *pairs;
   long long dims[16];
   double *tensors[MAXT];
 } Rank;
@@ -113,30 +113,46 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
     assert_int_equal(cake_partition(cu, nd, T, R, r, layout, align, rk[r].fr, n, &n, rk[r].lcu), CAKE_OK);
     if (n > F) F = n;
   }
+  /* every document's fragments over all ranks, in document order: (rank, index) */
+  int *order = calloc((size_t)(2 * (T + R + nd) + 2), sizeof(int)), *first = calloc((size_t)nd + 2, sizeof(int));
+  int no = 0;
+  for (int d = 0; d < nd; d++) {
+    first[d] = no;
+    for (int64_t start = cu[d]; start < cu[d + 1];) {
+      int found = 0;
+      for (int q = 0; q < R && !found; q++)
+        for (int64_t h = 0; h < rk[q].n && !found; h++)
+          if (rk[q].fr[h].doc == d && rk[q].fr[h].start == start) {
+            order[2 * no] = q, order[2 * no + 1] = (int)h, no++;
+            start = rk[q].fr[h].end;
+            found = 1;
+          }
+      assert_true(found);
+    }
+  }
+  first[nd] = no;
   for (int r = 0; r < R; r++) {
     Rank *a = &rk[r];
     int64_t nl = a->n ? a->n : 1; /* a rank without fragments runs one empty document */
     a->frags = calloc((size_t)nl, sizeof(InterpFrag));
-    a->before = calloc((size_t)(2 * (2 * R + 2) * nl + 2), sizeof(int));
+    a->pairs = calloc((size_t)(2 * (no + 1) * (nl + 1)), sizeof(int));
     a->cu = calloc((size_t)nl + 1, sizeof(long long));
-    /* the fragments before each one in its document, walked in order */
-    int64_t nb = 0;
+    /* the fragments before and after each one in its document */
+    int64_t np = 0;
     for (int64_t f = 0; f < a->n; f++) {
       const cake_fragment *x = &a->fr[f];
       a->cu[f + 1] = a->lcu[f + 1];
-      a->frags[f] = (InterpFrag){x->continues, x->continued, nb, 0};
-      for (int64_t start = cu[x->doc]; start < x->start;) {
-        int found = 0;
-        for (int q = 0; q < R && !found; q++)
-          for (int64_t h = 0; h < rk[q].n && !found; h++)
-            if (rk[q].fr[h].doc == x->doc && rk[q].fr[h].start == start) {
-              a->before[2 * nb] = q, a->before[2 * nb + 1] = (int)h, nb++;
-              a->frags[f].before_count++;
-              start = rk[q].fr[h].end;
-              found = 1;
-            }
-        assert_true(found);
-      }
+      int at = first[x->doc];
+      while (!(order[2 * at] == r && order[2 * at + 1] == f)) at++;
+      InterpFrag *fr = &a->frags[f];
+      *fr = (InterpFrag){x->continues, x->continued, np, 0, 0, 0};
+      for (int i = first[x->doc]; i < at; i++, np++, fr->before_count++)
+        a->pairs[2 * np] = order[2 * i], a->pairs[2 * np + 1] = order[2 * i + 1];
+      fr->after_first = np;
+      for (int i = at + 1; i < first[x->doc + 1]; i++, np++, fr->after_count++)
+        a->pairs[2 * np] = order[2 * i], a->pairs[2 * np + 1] = order[2 * i + 1];
+      assert_int_equal(fr->before_count > 0, x->continues);
+      assert_int_equal(fr->after_count > 0, x->continued);
     }
     int64_t Tl = a->n ? a->lcu[a->n] : 0;
     memcpy(a->dims, gd, sizeof(long long) * (size_t)p->ndims);
@@ -165,7 +181,7 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
   const InterpArgs *pa[MAXR] = {0};
   for (int r = 0; r < R; r++) {
     args[r] = (InterpArgs){rk[r].dims, rk[r].cu, rk[r].n ? rk[r].n : 1, NULL, rk[r].tensors, exact, 0, rk[r].frags,
-                           rk[r].before};
+                           rk[r].pairs};
     pa[r] = &args[r];
   }
   char err[1024];
@@ -191,8 +207,9 @@ static void run_ranks(const CirProgram *p, const long long *gd, const int32_t *c
   assert_int_equal(covered, T);
   for (int r = 0; r < R; r++) {
     for (int i = 0; i < p->ntensors; i++) free(rk[r].tensors[i]);
-    free(rk[r].fr), free(rk[r].lcu), free(rk[r].cu), free(rk[r].frags), free(rk[r].before);
+    free(rk[r].fr), free(rk[r].lcu), free(rk[r].cu), free(rk[r].frags), free(rk[r].pairs);
   }
+  free(order), free(first);
 }
 
 /* max |a - b| / (1 + |b|) over n elements; NaN in a counts as infinite */
@@ -216,7 +233,8 @@ static double cumsum_case(const int32_t *cu, int nd, int R, cake_layout layout, 
   double *x = g[tix(p, "x")] = malloc(sizeof(double) * (size_t)(T * W + 1));
   double *y0 = g[tix(p, "y0")] = malloc(sizeof(double) * (size_t)(nd * W));
   double *y = g[tix(p, "y")] = calloc((size_t)(T * W + 1), sizeof(double));
-  double *ref = malloc(sizeof(double) * (size_t)(T * W + 1));
+  double *z = g[tix(p, "z")] = calloc((size_t)(T * W + 1), sizeof(double));
+  double *ref = malloc(sizeof(double) * (size_t)(T * W + 1)), *zref = malloc(sizeof(double) * (size_t)(T * W + 1));
   for (int64_t i = 0; i < T * W; i++) x[i] = (double)(float)fixture_nrand(&seed);
   for (int i = 0; i < nd * W; i++) y0[i] = (double)(float)fixture_nrand(&seed);
   for (int d = 0; d < nd; d++)
@@ -224,11 +242,29 @@ static double cumsum_case(const int32_t *cu, int nd, int R, cake_layout layout, 
       double s = y0[d * W + c];
       for (int64_t t = cu[d]; t < cu[d + 1]; t++) ref[t * W + c] = s += x[t * W + c];
     }
+  /* z: the fragments' bounds (every cut of the partition), then per token
+   * x + the fold over the later fragments of its document, last first */
+  char *cut = calloc((size_t)T + 2, 1);
+  for (int r = 0; r < R; r++) {
+    int64_t n = 0;
+    cake_fragment fr[64];
+    assert_int_equal(cake_partition(cu, nd, T, R, r, layout, align, fr, 64, &n, NULL), CAKE_OK);
+    for (int64_t f = 0; f < n; f++) cut[fr[f].start] = cut[fr[f].end] = 1;
+  }
+  for (int d = 0; d < nd; d++)
+    for (int c = 0; c < W; c++) {
+      double D = 0, tot = 0; /* walking the document backwards: D of the fragment being walked */
+      for (int64_t t = cu[d + 1] - 1; t >= cu[d]; t--) {
+        zref[t * W + c] = x[t * W + c] + D;
+        tot += x[t * W + c];
+        if (cut[t] && t > cu[d]) D = D * 0.5 + tot, tot = 0; /* t starts a fragment */
+      }
+    }
   long long gd[16] = {0};
   run_ranks(p, gd, cu, nd, R, layout, align, 1, g);
-  double e = worst(y, ref, T * W);
-  free(x), free(y0), free(y), free(ref);
-  return e;
+  double e = worst(y, ref, T * W), ez = worst(z, zref, T * W);
+  free(x), free(y0), free(y), free(z), free(ref), free(zref), free(cut);
+  return e > ez ? e : ez;
 }
 
 static void test_cumsum_layouts(void **state) {
@@ -368,7 +404,7 @@ static void test_errors(void **state) {
   assert_int_equal(cake_interp_run(p, "fwd", &a, err, sizeof err), -1);
   assert_non_null(strstr(err, "exchanges data with other ranks (stage 'gather')"));
   /* ranks that disagree on the ranks dim, or on a dim other than the sequence's */
-  InterpFrag fr = {0, 0, 0, 0};
+  InterpFrag fr = {0};
   a.frags = &fr;
   long long dims2[8];
   memcpy(dims2, dims, sizeof dims);

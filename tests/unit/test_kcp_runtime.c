@@ -167,6 +167,15 @@ static void kcp_package_loads(void **st) {
   assert_int_equal(p->nexchanges, 0);
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
+  /* 'exchanges' is optional (cakec writes it for context-parallel programs only) */
+  char *m0 = replaced(KCP, "'exchanges': [], ", "");
+  for (char *c = m0; *c; c++) *c = *c == '"' ? '\'' : *c;
+  assert_int_equal(load_q(m0, &pkg), CAKE_OK);
+  free(m0);
+  assert_int_equal(cake_package_program(pkg, "plain", &p), CAKE_OK);
+  assert_int_equal(p->nexchanges, 0);
+  cake_package_free(pkg);
+  assert_int_equal(g_count.live, 0);
   /* a program may declare ranks without fragments */
   char *m = replaced(KCP, "{'name': 'F', 'role': 'fragments'}", "{'name': 'F', 'role': 'size'}");
   for (char *c = m; *c; c++) *c = *c == '"' ? '\'' : *c;
@@ -203,7 +212,6 @@ static const struct {
      "program 'plain': stage 'k': argument 'frag_table' needs a dim with role 'ranks'"},
     /* exchanges */
     {"'exchanges': [{", "'exchanges': 3, 'x': [{", "program 'cum': 'exchanges' must be an array, not a number"},
-    {"'exchanges': [], ", "", "program 'plain': 'exchanges' is missing"},
     {"'op': 'all_gather'", "'op': 'all_reduce'", "exchange 'gather': 'op' is 'all_reduce'; expected all_gather"},
     {"'src': 'tot'", "'src': 'x'", "exchange 'gather': 'src' names 'x', which is not a temp"},
     {"'dst': 'gtot'", "'dst': 'y'", "exchange 'gather': 'dst' names 'y', which is not a temp"},
@@ -248,10 +256,11 @@ static void kcp_manifests_are_validated(void **st) {
 
 /* ---- partitions ---- */
 
-/* The fragment table of `rank`, computed directly: every rank's fragments,
- * and for each of this rank's, those of its document that start before it
- * (in order of their start). *N: the local documents; returns the table
- * (4N + 2B int32, *ints of them; caller frees). */
+/* The fragment table of `rank`, computed directly: every rank's fragments;
+ * each document's fragments in order, found by walking it from its start
+ * (the fragment starting where the last one ended); for each of this rank's
+ * fragments, its row of 6 and its before and after entries. *N: the local
+ * documents; returns the table (6N + 2E int32, *ints of them; caller frees). */
 static int32_t *direct_table(const int32_t *cu, int64_t nd, int64_t T, int R, int rank, cake_layout layout, int align,
                              int64_t *N, int64_t *ints, int64_t *F) {
   cake_fragment *fr[64];
@@ -264,26 +273,34 @@ static int32_t *direct_table(const int32_t *cu, int64_t nd, int64_t T, int R, in
     if (n[r] > *F) *F = n[r];
   }
   *N = n[rank] ? n[rank] : 1;
-  int32_t *t = calloc((size_t)(4 * *N + 2 * 64 * 64 * (*N)), sizeof(int32_t));
-  int64_t b = 0;
+  int32_t *t = calloc((size_t)(6 * *N + 2 * 64 * 64 * (*N)), sizeof(int32_t));
+  int32_t order[2 * 512];
+  int64_t e = 0;
   for (int64_t f = 0; f < n[rank]; f++) {
     const cake_fragment *x = &fr[rank][f];
-    t[4 * f] = x->continues, t[4 * f + 1] = x->continued, t[4 * f + 2] = (int32_t)b;
-    /* walk the document from its start: the fragment starting where the last one ended */
-    for (int64_t at = cu[x->doc]; at < x->start;) {
+    int no = 0, at = -1;
+    for (int64_t start = cu[x->doc]; start < cu[x->doc + 1];) {
       int found = 0;
       for (int r = 0; r < R && !found; r++)
         for (int64_t h = 0; h < n[r] && !found; h++)
-          if (fr[r][h].doc == x->doc && fr[r][h].start == at) {
-            t[4 * *N + 2 * b] = r, t[4 * *N + 2 * b + 1] = (int32_t)h, b++;
-            t[4 * f + 3]++;
-            at = fr[r][h].end;
+          if (fr[r][h].doc == x->doc && fr[r][h].start == start) {
+            if (r == rank && h == f) at = no;
+            order[2 * no] = r, order[2 * no + 1] = (int32_t)h, no++;
+            start = fr[r][h].end;
             found = 1;
           }
       assert_true(found);
     }
+    assert_true(at >= 0);
+    int32_t *row = t + 6 * f;
+    row[0] = x->continues, row[1] = x->continued, row[2] = (int32_t)e, row[3] = at;
+    row[4] = (int32_t)e + at, row[5] = no - at - 1;
+    for (int i = 0; i < no; i++)
+      if (i != at) t[6 * *N + 2 * e] = order[2 * i], t[6 * *N + 2 * e + 1] = order[2 * i + 1], e++;
+    assert_int_equal(row[3] > 0, x->continues);
+    assert_int_equal(row[5] > 0, x->continued);
   }
-  *ints = 4 * *N + 2 * b;
+  *ints = 6 * *N + 2 * e;
   for (int r = 0; r < R; r++) free(fr[r]);
   return t;
 }
@@ -356,14 +373,16 @@ static void partitions_set_dims_and_tables(void **st) {
   assert_int_equal(cake_plan_set_partition(plan, cu2, 1, 3, 4, 0, CAKE_LAYOUT_CONTIGUOUS, 0), CAKE_OK);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
   assert_int_equal(plan->ndocs, 1);
-  assert_int_equal(plan->frag_ints, 4);
-  for (int i = 0; i < 4; i++) assert_int_equal(plan->frag_table[i], 0);
+  assert_int_equal(plan->frag_ints, 6);
+  for (int i = 0; i < 6; i++) assert_int_equal(plan->frag_table[i], 0);
   assert_int_equal(cake_plan_chunk_count(plan), 0);
   /* zigzag over one document, R = 2: rank 1 holds the middle, rank 0 both ends */
   assert_int_equal(cake_plan_set_partition(plan, cu4, 1, 5000, 2, 0, CAKE_LAYOUT_ZIGZAG, 64), CAKE_OK);
   assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
-  const int32_t want[] = {0, 1, 0, 0, 1, 0, 0, 2, /* pairs */ 0, 0, 1, 0};
-  assert_int_equal(plan->frag_ints, 12);
+  const int32_t want[] = {0, 1, 0, 0, 0, 2, /* [0, 1280): after it (1, 0), (0, 1) */
+                          1, 0, 2, 2, 4, 0, /* [3776, 5000): before it (0, 0), (1, 0) */
+                          1, 0, 0, 1,       0, 0, 1, 0};
+  assert_int_equal(plan->frag_ints, 20);
   assert_memory_equal(plan->frag_table, want, sizeof want);
   cake_plan_free(plan);
   cake_package_free(pkg);
