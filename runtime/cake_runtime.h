@@ -113,7 +113,16 @@ typedef struct cake_plan cake_plan;
  * of 1024 characters each; options' prefer clauses with a value among the
  * option's, a condition over the dims and the device facts, at most 16 per
  * option, the same in every variant of a program): a violation is
- * CAKE_ERR_PACKAGE naming the program, the record and the field. */
+ * CAKE_ERR_PACKAGE naming the program, the record and the field.
+ * Schema versions 2 and 3 are read. Version 3 adds context-parallel
+ * programs: dims with roles "ranks" and "fragments" (at most one each;
+ * fragments needs ranks, and ranks needs a docs dim), the program's
+ * "exchanges" (optional; each {name, op "all_gather",
+ * src, dst}: two temps of one dtype, dst's shape the ranks dim followed by
+ * src's, src's without a tokens, docs or chunks dim; names unique among
+ * stages and exchanges) which entries list among their stages, and the
+ * kernel argument {"kind": "workspace", "name": "frag_table"} (a program
+ * with a ranks dim; no tensor may take that name). */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
@@ -190,13 +199,14 @@ cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value)
  * H = 2" or "the parameters break 'lower_bound < 0' (kda_fwd.cake:48:11):
  * lower_bound = 0.5" (a division or remainder by zero in it makes it false:
  * "..., H = 0 (a remainder by zero)"). Finalizing again also makes the next
- * launch write the chunk tables again (see cake_launch). */
+ * launch write the chunk tables again (see cake_launch). A context-parallel
+ * program's plan needs cake_plan_set_partition (see there). */
 cake_status cake_plan_finalize(cake_plan *plan);
 cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *value);
 int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
 cake_status cake_plan_workspace_bytes(const cake_plan *plan, size_t *bytes);
 cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
-/* Where one workspace item (a temp tensor, "chunk_table", "doc_table") or
+/* Where one workspace item (a temp tensor, "chunk_table", "doc_table", "frag_table") or
  * saved tensor lives: its byte offset and size inside its area. */
 cake_status cake_plan_item(const cake_plan *plan, const char *name, size_t *offset, size_t *bytes);
 
@@ -216,7 +226,10 @@ cake_status cake_validate(const cake_plan *plan, const char *entry, const cake_b
  * (so that launches can be captured in a CUDA graph). If that memory is
  * used for anything else between launches (an allocator that hands the
  * same address out again, a shared scratch arena), call cake_plan_finalize
- * before the next launch: it makes the launch write the tables again. */
+ * before the next launch: it makes the launch write the tables again.
+ * An entry with an exchange stage is CAKE_ERR_ARGUMENT ("entry 'fwd'
+ * exchanges data with other ranks (stage 'gather_m'): launch it with
+ * cake_launch_comm or cake_launch_group"), before anything else. */
 cake_status cake_launch(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
                         size_t workspace_bytes, uint64_t saved, size_t saved_bytes, void *stream);
 
@@ -330,6 +343,86 @@ int cake_comm_rank(const cake_comm *c);     /* -1 for NULL */
 int cake_comm_size(const cake_comm *c);     /* 0 for NULL */
 int cake_comm_is_local(const cake_comm *c); /* 1 for a member of an in-process group; 0 for NCCL or NULL */
 void cake_comm_destroy(cake_comm *c);       /* NULL does nothing */
+
+/* Context-parallel plans (KCP; a program with a dim of role "ranks", schema 3)
+ *
+ * cake_plan_set_partition gives the plan of rank `rank` of R its documents:
+ * the global packed sequence (cu_seqlens, ndocs, T) split by `layout` and
+ * `align` exactly as cake_partition does (the same arguments, checked the
+ * same way, with the same errors), every rank partitioned to know the
+ * fragments before each of this rank's. It sets
+ *   - the tokens dim: the rank's local token count;
+ *   - the documents: the local cu_seqlens, one document per fragment (a rank
+ *     holding nothing gets one empty document: local cu {0, 0});
+ *   - the ranks dim: R; the fragments dim (when the program has one): F, the
+ *     most fragments any rank holds (at least 1);
+ *   - the fragment table (the kernel argument frag_table, "frag_table" of
+ *     cake_plan_item), int32: for each local fragment n in [0, N), at 6n,
+ *     [continues, continued, before_first, before_count, after_first,
+ *     after_count]; from 6N on, (rank, index among that rank's fragments)
+ *     pairs, entry i at 6N + 2i: fragment n's before entries (the fragments
+ *     before it in its document, in document order) are before_first ..
+ *     before_first + before_count - 1, its after entries (those after it,
+ *     in document order) after_first .. after_first + after_count - 1; the
+ *     entries go fragment by fragment, each one's before list then its
+ *     after list. 6N + 2E int32 in all (E entries); a rank without
+ *     fragments has one row of zeros. It counts in the workspace like the
+ *     chunk table and goes to the device with it (see cake_launch).
+ * The ranks and fragments dims come from the partition; cake_plan_set_dim
+ * may set them too, as a check: a value set by hand must equal the
+ * partition's (CAKE_ERR_PLAN from cake_plan_set_partition when set before
+ * it, from cake_plan_finalize when set after). Do not set the tokens dim by
+ * hand afterwards (finalize then finds it disagrees with the documents).
+ * Errors: a program without a ranks dim is CAKE_ERR_PLAN naming it. A KCP
+ * plan given its documents by cake_plan_set_docs (which drops a partition)
+ * or none has no fragment table: cake_plan_finalize, and so every launch,
+ * refuse it with CAKE_ERR_PLAN saying to use cake_plan_set_partition.
+ * Allocates host memory for all ranks' fragments while it runs (from the
+ * package's allocator); on any error the plan is left as it was. */
+cake_status cake_plan_set_partition(cake_plan *plan, const int32_t *cu_seqlens, int64_t ndocs, int64_t T, int32_t R,
+                                    int32_t rank, cake_layout layout, int32_t align);
+
+/* Launches of context-parallel entries. Each rank runs the entry's stages
+ * in order; a kernel stage as cake_launch does (the same checks, tables and
+ * launch), an exchange stage as an all-gather of its src temp into its dst
+ * temp (both in the rank's workspace; dst[r] = rank r's src). Every rank's
+ * plan must come from the same partition (cake_plan_set_partition with the
+ * same cu_seqlens, T, R, layout and align) and have the same dims apart
+ * from its tokens and documents: the exchanged sizes are the same.
+ *
+ * cake_launch_comm: rank `plan`'s rank of an NCCL communicator (each
+ * process or thread launches its own rank); the exchanges are NCCL
+ * all-gathers on `stream` (stream order, no host synchronisation). The
+ * communicator's size must be the plan's R and its rank the plan's rank; a
+ * member of an in-process group, or a program without a ranks dim, is
+ * CAKE_ERR_ARGUMENT. Other ranks' plans cannot be checked from here: they
+ * are the caller's to keep consistent (a mismatch shows in NCCL).
+ *
+ * cake_launch_group: an in-process group (cake_comm_init_local) of n ranks
+ * on the current device, driven from this thread. plans[r], b[r] (nb[r]
+ * bindings; b[r] may be NULL when nb[r] is 0), workspace[r],
+ * workspace_bytes[r], saved[r], saved_bytes[r] and streams[r] are rank r's
+ * (saved and saved_bytes NULL: no saved areas; streams NULL: every rank on
+ * the default stream), comms the group's n members in rank order. It runs
+ * the entry stage by stage across the ranks in lockstep: every rank's
+ * kernel of a stage (rank r's on streams[r]), then at an exchange one
+ * all-gather over all ranks (rt's stream-ordered copies; see the
+ * communicators). Everything is checked before anything is launched: the
+ * same program (and variant, of the same package) on every rank, a ranks
+ * dim, every plan finalized, plans[r] partitioned as rank r of R = n, all
+ * from the same partition, the same dims except tokens, docs and chunks,
+ * the group's members in rank order, each rank's bindings and areas as
+ * cake_launch checks them (messages start "rank r: "), and workspaces (and
+ * saved areas) of different ranks that do not overlap. A failure after that
+ * (a CUDA error) may leave part of the work enqueued. Temporary host memory
+ * comes from plans[0]'s allocator. */
+cake_status cake_launch_comm(cake_plan *plan, const char *entry, const cake_binding *b, int n, uint64_t workspace,
+                             size_t workspace_bytes, uint64_t saved, size_t saved_bytes, cake_comm *comm,
+                             void *stream);
+cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry, const cake_binding *const *b,
+                              const int *nb, const uint64_t *workspace, const size_t *workspace_bytes,
+                              const uint64_t *saved, const size_t *saved_bytes, cake_comm *const *comms,
+                              void *const *streams);
 
 /* The multiprocessor count of the current device; leaves *n alone without one.
  * Without a driver, the message names libcuda.so.1 and the loader's reason. */

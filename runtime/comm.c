@@ -349,6 +349,11 @@ static cake_status check_group(const char *fn, cake_comm *const *comms, int n, v
   return CAKE_OK;
 }
 
+cake_status rt_comm_check_group(const char *fn, cake_comm *const *comms, int n) {
+  void *const one = NULL; /* streams are not looked at */
+  return check_group(fn, comms, n, (void *const *)&one);
+}
+
 static cake_status check_events(const char *fn, const RtGroup *g) {
   if (!g->ready) return rt_fail(CAKE_ERR_CUDA, "%s: the group has no events (it was made without a device)", fn);
   return CAKE_OK;

@@ -7,8 +7,11 @@
  * are integral and in range (checked on the double, before any conversion);
  * enums are known; names are unique where they name something (programs,
  * dims, tensors, params, stages, entries, options, files, kernel targets),
- * and no tensor takes the name of the plan's tables (chunk_table, doc_table);
- * every cross reference resolves. A failure is CAKE_ERR_PACKAGE with a message
+ * and no tensor takes the name of the plan's tables (chunk_table, doc_table,
+ * frag_table); every cross reference resolves. Schema 2 and 3 are read; 3
+ * adds context-parallel programs: the dim roles "ranks" and "fragments", the
+ * program's "exchanges" (stages that entries may list) and the frag_table
+ * argument. A failure is CAKE_ERR_PACKAGE with a message
  * naming the program, the record and the field. */
 #include <float.h>
 #include <stdarg.h>
@@ -24,6 +27,7 @@ typedef struct Ld {
   const char *dir;
   char prog[200]; /* "program 'p' (variant)", or empty */
   char rec[200];  /* "stage 's'", "tensor 't'", "files[3]", ... or empty */
+  int version;    /* the manifest's schema_version */
 } Ld;
 
 static cake_status bad(Ld *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -206,7 +210,8 @@ static cake_status load_options(Ld *L, const JNode *options, cake_program *p) {
 }
 
 static cake_status load_dims(Ld *L, const JNode *dims, cake_program *p) {
-  static const char *const roles[] = {"size", "tokens", "docs", "chunks"};
+  static const char *const roles[] = {"size", "tokens", "docs", "chunks", "ranks", "fragments"};
+  int nroles = L->version >= 3 ? 6 : 4; /* ranks and fragments: schema 3 */
   cake_status s = alloc_array(L, (void **)&p->dims, sizeof(char *), dims->n);
   for (int i = 0; i < dims->n && !s; i++) {
     const JNode *d;
@@ -214,9 +219,14 @@ static cake_status load_dims(Ld *L, const JNode *dims, cake_program *p) {
     int role;
     if ((s = item(L, dims, i, "dims", &d)) || (s = get_str(L, d, "name", &name))) return s;
     snprintf(L->rec, sizeof L->rec, "dim '%s'", name);
-    if ((s = get_enum(L, d, "role", roles, 4, &role))) return s;
+    if ((s = get_enum(L, d, "role", roles, nroles, &role))) return s;
     if (dim_index(p, name) >= 0) return bad(L, "declared twice");
-    int *slot = role == 1 ? &p->tokens_dim : role == 2 ? &p->docs_dim : role == 3 ? &p->chunks_dim : NULL;
+    int *slot = role == 1   ? &p->tokens_dim
+                : role == 2 ? &p->docs_dim
+                : role == 3 ? &p->chunks_dim
+                : role == 4 ? &p->ranks_dim
+                : role == 5 ? &p->frags_dim
+                            : NULL;
     if (slot && *slot >= 0) return bad(L, "a second dim with role '%s'", roles[role]);
     if (slot) *slot = i;
     if ((s = copy_str(L, &p->dims[p->ndims++], name))) return s;
@@ -224,6 +234,9 @@ static cake_status load_dims(Ld *L, const JNode *dims, cake_program *p) {
   L->rec[0] = 0;
   if (!s && p->tokens_dim < 0 && (p->docs_dim >= 0 || p->chunks_dim >= 0))
     return bad(L, "a dim with role 'docs' or 'chunks' needs one with role 'tokens'");
+  if (!s && p->frags_dim >= 0 && p->ranks_dim < 0) return bad(L, "a dim with role 'fragments' needs one with role 'ranks'");
+  if (!s && p->ranks_dim >= 0 && p->docs_dim < 0)
+    return bad(L, "a dim with role 'ranks' needs one with role 'docs' (each rank's fragments are its documents)");
   return s;
 }
 
@@ -255,7 +268,7 @@ static cake_status load_tensors(Ld *L, const JNode *tensors, cake_program *p) {
         (s = get(L, t, "shape", J_ARR, 1, &shape)) || (s = get(L, t, "optional", J_BOOL, 0, &opt)))
       return s;
     if (rt_tensor_index(p, name) >= 0) return bad(L, "declared twice");
-    if (!strcmp(name, "chunk_table") || !strcmp(name, "doc_table")) /* the plan's own items */
+    if (!strcmp(name, "chunk_table") || !strcmp(name, "doc_table") || !strcmp(name, "frag_table")) /* the plan's own items */
       return bad(L, "the name is reserved for the runtime's table in the workspace");
     if (shape->n > CAKE_MAX_RANK) return bad(L, "'shape' has %d axes; at most %d", shape->n, CAKE_MAX_RANK);
     RtTensor *rt = &p->tensors[p->ntensors++];
@@ -380,6 +393,9 @@ static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage 
     } else if (kind == 2 && t < 0 && (!strcmp(name, "chunk_table") || !strcmp(name, "doc_table"))) {
       ra->what = name[0] == 'c' ? A_CHUNK_TABLE : A_DOC_TABLE;
       if (p->tokens_dim < 0) return bad(L, "argument '%s' needs a dim with role 'tokens'", name);
+    } else if (kind == 2 && t < 0 && L->version >= 3 && !strcmp(name, "frag_table")) {
+      ra->what = A_FRAG_TABLE;
+      if (p->ranks_dim < 0) return bad(L, "argument 'frag_table' needs a dim with role 'ranks'");
     } else if (t < 0) {
       return bad(L, "%s argument '%s' names no tensor", kinds[kind], name);
     } else if (kind == 0   ? role != ROLE_IN_ && role != ROLE_OUT_
@@ -455,6 +471,85 @@ static cake_status load_stages(Ld *L, const JNode *stages, cake_program *p) {
   return s;
 }
 
+static int exchange_index(const cake_program *p, const char *name) {
+  return rt_find_name(p->exchanges, sizeof(RtExchange), p->nexchanges, name);
+}
+
+/* "[T, H, 64]" of a tensor's declared shape. */
+static const char *decl_shape(const cake_program *p, const RtTensor *t, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int j = 0; j < t->rank && k < n; j++) {
+    if (t->shape[j].dim >= 0) k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? ", " : "", p->dims[t->shape[j].dim]);
+    else k += (size_t)snprintf(buf + k, n - k, "%s%lld", j ? ", " : "", (long long)t->shape[j].value);
+  }
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+/* One of the exchange's temps, 'src' or 'dst'. */
+static cake_status exchange_temp(Ld *L, const JNode *x, const char *key, const cake_program *p, int *out) {
+  const char *name;
+  cake_status s = get_str(L, x, key, &name);
+  if (s) return s;
+  if ((*out = rt_tensor_index(p, name)) < 0) return bad(L, "'%s' names '%s', which is not a tensor", key, name);
+  if (p->tensors[*out].role != ROLE_TEMP_)
+    return bad(L, "'%s' names '%s', which is not a temp (exchanged tensors live in the workspace)", key, name);
+  return CAKE_OK;
+}
+
+/* "exchanges" (schema 3, optional; absent in 2): all_gather stages, DST[r, ...] = rank
+ * r's SRC: both temps of one dtype, DST's shape the ranks dim followed by
+ * SRC's, SRC's without a tokens, docs or chunks dim (every rank sends the
+ * same number of bytes). Their names are unique among stages and exchanges. */
+static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
+  static const char *const ops[] = {"all_gather"};
+  const JNode *xs;
+  cake_status s = get(L, pj, "exchanges", J_ARR, 0, &xs); /* absent: none */
+  if (s) return s;
+  if (xs && L->version < 3) return bad(L, "'exchanges' needs schema version 3");
+  int n = xs ? xs->n : 0;
+  if ((s = alloc_array(L, (void **)&p->exchanges, sizeof(RtExchange), n))) return s;
+  for (int i = 0; i < n; i++) {
+    const JNode *x;
+    const char *name;
+    int op, src, dst;
+    if ((s = item(L, xs, i, "exchanges", &x)) || (s = get_str(L, x, "name", &name))) return s;
+    snprintf(L->rec, sizeof L->rec, "exchange '%s'", name);
+    if (exchange_index(p, name) >= 0) return bad(L, "declared twice");
+    if (stage_index(p, name) >= 0) return bad(L, "a stage has the same name");
+    if ((s = get_enum(L, x, "op", ops, 1, &op)) || (s = exchange_temp(L, x, "src", p, &src)) ||
+        (s = exchange_temp(L, x, "dst", p, &dst)))
+      return s;
+    if (p->ranks_dim < 0) return bad(L, "an exchange needs a dim with role 'ranks'");
+    const RtTensor *a = &p->tensors[src], *b = &p->tensors[dst];
+    if (a->dtype != b->dtype)
+      return bad(L, "'src' '%s' is %s but 'dst' '%s' is %s", a->name, cake_dtype_name(a->dtype), b->name,
+                 cake_dtype_name(b->dtype));
+    for (int j = 0; j < a->rank; j++) {
+      int d = a->shape[j].dim;
+      if (d >= 0 && (d == p->tokens_dim || d == p->docs_dim || d == p->chunks_dim))
+        return bad(L, "'src' '%s' has extent '%s' (axis %d): an exchanged tensor has no tokens, docs or chunks extent "
+                      "(per-fragment data has extent '%s')",
+                   a->name, p->dims[d], j, p->frags_dim >= 0 ? p->dims[p->frags_dim] : "F");
+    }
+    int same = b->rank == a->rank + 1 && b->shape[0].dim == p->ranks_dim;
+    for (int j = 0; same && j < a->rank; j++)
+      same = b->shape[j + 1].dim == a->shape[j].dim && (a->shape[j].dim >= 0 || b->shape[j + 1].value == a->shape[j].value);
+    if (!same) {
+      char sa[256], sb[256];
+      return bad(L, "'dst' '%s' has shape %s; an all_gather of '%s' %s needs ['%s'] followed by its shape", b->name,
+                 decl_shape(p, b, sb, sizeof sb), a->name, decl_shape(p, a, sa, sizeof sa), p->dims[p->ranks_dim]);
+    }
+    RtExchange *rx = &p->exchanges[p->nexchanges++];
+    if ((s = copy_str(L, &rx->name, name))) return s;
+    rx->op = (RtExchangeOp)op;
+    rx->src = src;
+    rx->dst = dst;
+  }
+  L->rec[0] = 0;
+  return CAKE_OK;
+}
+
 static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   cake_status s = alloc_array(L, (void **)&p->entries, sizeof(RtEntry), entries->n);
   for (int i = 0; i < entries->n && !s; i++) {
@@ -469,7 +564,10 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
     for (int j = 0; j < st->n; j++) {
       const JNode *sn = st->items[j];
       if (sn->kind != J_STR) return bad(L, "stages[%d] must be a string, not %s", j, kind_name(sn->kind));
-      if ((re->stages[re->n++] = stage_index(p, sn->str)) < 0) return bad(L, "names an unknown stage '%s'", sn->str);
+      int k = stage_index(p, sn->str), x = exchange_index(p, sn->str);
+      if (k < 0 && x < 0)
+        return bad(L, "names an unknown stage '%s'%s", sn->str, p->nexchanges ? " (neither a kernel nor an exchange)" : "");
+      re->stages[re->n++] = k >= 0 ? k : RT_EXCHANGE_REF(x);
     }
   }
   L->rec[0] = 0;
@@ -516,11 +614,19 @@ static cake_status load_live(Ld *L, const JNode *tensors, cake_program *p) {
     for (int e = 0; e < p->nentries; e++) {
       const RtEntry *re = &p->entries[e];
       for (int k = 0; k < re->n; k++) {
-        const RtStage *st = &p->stages[re->stages[k]];
         int takes = 0;
-        for (int a = 0; a < st->nargs; a++) takes |= st->args[a].what == A_TENSOR && st->args[a].index == i;
+        const char *sname;
+        if (RT_IS_EXCHANGE(re->stages[k])) { /* it reads src and writes dst */
+          const RtExchange *x = &p->exchanges[RT_EXCHANGE_INDEX(re->stages[k])];
+          takes = x->src == i || x->dst == i;
+          sname = x->name;
+        } else {
+          const RtStage *st = &p->stages[re->stages[k]];
+          for (int a = 0; a < st->nargs; a++) takes |= st->args[a].what == A_TENSOR && st->args[a].index == i;
+          sname = st->name;
+        }
         if (takes && !(t->live[e].first >= 0 && k >= t->live[e].first && k <= t->live[e].last))
-          return bad(L, "stage '%s' (position %d of entry '%s') takes the tensor outside its live range", st->name, k,
+          return bad(L, "stage '%s' (position %d of entry '%s') takes the tensor outside its live range", sname, k,
                      re->name);
       }
     }
@@ -668,7 +774,7 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   snprintf(L->prog, sizeof L->prog, v[0] ? "program '%s' (%s)" : "program '%s'", name, v);
   L->rec[0] = 0;
   p->pkg = L->pkg;
-  p->tokens_dim = p->docs_dim = p->chunks_dim = -1;
+  p->tokens_dim = p->docs_dim = p->chunks_dim = p->ranks_dim = p->frags_dim = -1;
   if ((s = copy_str(L, &p->name, name)) || (s = copy_str(L, &p->variant, v))) return s;
   if ((s = get(L, pj, "options", J_ARR, 0, &options)) || (s = get(L, pj, "dims", J_ARR, 1, &dims)) ||
       (s = get(L, pj, "tensors", J_ARR, 1, &tensors)) || (s = get(L, pj, "params", J_ARR, 1, &params)) ||
@@ -678,7 +784,8 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   if ((s = load_options(L, options, p)) || (s = load_dims(L, dims, p)) || (s = load_prefers(L, options, p)) ||
       (s = check_variants(L, p)) || (s = load_chunk(L, pj, p)) || (s = load_tensors(L, tensors, p)) ||
       (s = load_params(L, params, p)) || (s = load_requires(L, requires, p)) || /* requirements name params */
-      (s = load_stages(L, stages, p)) || (s = load_entries(L, entries, p)) || (s = load_live(L, tensors, p)))
+      (s = load_stages(L, stages, p)) || (s = load_exchanges(L, pj, p)) || (s = load_entries(L, entries, p)) ||
+      (s = load_live(L, tensors, p)))
     return s;
   return CAKE_OK;
 }
@@ -691,11 +798,12 @@ static cake_status load_manifest(Ld *L, int dirfd, const JNode *root) {
     return rt_fail(CAKE_ERR_PACKAGE,
                    "%s/manifest.json is not a Cake package manifest (schema \"cake.package\" expected)", L->dir);
   if ((s = get(L, root, "schema_version", J_NUM, 1, &ver))) return s;
-  if (ver->num != RT_SCHEMA_VERSION)
+  if (ver->num != 2 && ver->num != 3)
     return rt_fail(CAKE_ERR_PACKAGE,
-                   "%s/manifest.json has schema version %.15g; this runtime reads version %d (rebuild the package with "
-                   "the cakec of this release)",
-                   L->dir, ver->num, RT_SCHEMA_VERSION);
+                   "%s/manifest.json has schema version %.15g; this runtime reads versions %d and %d (rebuild the "
+                   "package with the cakec of this release)",
+                   L->dir, ver->num, RT_MIN_SCHEMA_VERSION, RT_SCHEMA_VERSION);
+  L->version = (int)ver->num;
   if ((s = get(L, root, "files", J_ARR, 1, &files)) || (s = get(L, root, "programs", J_ARR, 1, &programs))) return s;
   if ((s = load_files(L, dirfd, files))) return s;
   cake_package *pkg = L->pkg;
@@ -734,7 +842,7 @@ cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake
   if (!s) {
     char err[256];
     JNode *root = json_parse(&doc, (const char *)text, len, err, sizeof err);
-    Ld L = {pkg, dir, "", ""};
+    Ld L = {pkg, dir, "", "", 0};
     if (!root)
       s = strstr(err, "out of memory") ? rt_fail(CAKE_ERR_MEMORY, "out of host memory reading %s/manifest.json", dir)
                                        : rt_fail(CAKE_ERR_PACKAGE, "%s/manifest.json is not valid JSON: %s", dir, err);

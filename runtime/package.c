@@ -115,6 +115,8 @@ void cake_package_free(cake_package *pkg) {
       rt_free(al, st->name);
     }
     rt_free(al, p->stages);
+    for (int j = 0; j < p->nexchanges; j++) rt_free(al, p->exchanges[j].name);
+    rt_free(al, p->exchanges);
     for (int j = 0; j < p->nentries; j++) {
       rt_free(al, p->entries[j].name);
       rt_free(al, p->entries[j].stages);

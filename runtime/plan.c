@@ -73,6 +73,7 @@ void cake_plan_free(cake_plan *p) {
   rt_free(&al, p->params);
   rt_free(&al, p->param_set);
   rt_free(&al, p->cu);
+  rt_free(&al, p->frag_table);
   rt_free(&al, p);
 }
 
@@ -93,7 +94,9 @@ cake_status cake_plan_set_dim(cake_plan *p, const char *name, int64_t value) {
       cake_status s = check_dim(name, value);
       if (s) return s;
       p->dims[i] = value;
-      p->dim_set[i] = 1;
+      /* the ranks and fragments dims come from the partition: a value given
+       * by hand (2) must agree with it (cake_plan_set_partition, finalize) */
+      p->dim_set[i] = i == p->prog->ranks_dim || i == p->prog->frags_dim ? 2 : 1;
       return unfinalize(p);
     }
   return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no dim '%s'", p->prog->name, name);
@@ -121,7 +124,164 @@ cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
   rt_free(&p->al, p->cu);
   p->cu = copy;
   p->ndocs = ndocs;
+  /* documents without a partition: a context-parallel program's finalize refuses them */
+  rt_free(&p->al, p->frag_table);
+  p->frag_table = NULL;
+  p->frag_ints = 0;
+  p->partitioned = 0;
   return unfinalize(p);
+}
+
+/* ---- partitions (context-parallel programs) ---- */
+
+/* FNV-1a, 64 bits: whether the plans of a group come from one partition. */
+static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* A fragment of some rank, for finding the fragments before each one. */
+typedef struct GFrag {
+  int64_t start;
+  int32_t doc, rank, index;
+} GFrag;
+
+static int by_start(const void *a, const void *b) {
+  const GFrag *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The position of the fragment starting at `start` in the sorted `all`. */
+static int64_t find_start(const GFrag *all, int64_t n, int64_t start) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (all[mid].start < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndocs, int64_t T, int32_t R,
+                                    int32_t rank, cake_layout layout, int32_t align) {
+  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_partition: plan is required");
+  const cake_program *prog = p->prog;
+  if (prog->ranks_dim < 0)
+    return rt_fail(CAKE_ERR_PLAN,
+                   "program '%s' is not context-parallel (it has no dim with role 'ranks'): give its documents with "
+                   "cake_plan_set_docs",
+                   prog->name);
+  int64_t nown = 0;
+  cake_status s = cake_partition(cu, ndocs, T, R, rank, layout, align, NULL, 0, &nown, NULL); /* every argument check */
+  if (s) return s;
+  const char *rn = prog->dims[prog->ranks_dim];
+  if (p->dim_set[prog->ranks_dim] == 2 && p->dims[prog->ranks_dim] != R)
+    return rt_fail(CAKE_ERR_PLAN, "dim '%s' is %lld (cake_plan_set_dim) but the partition has R = %d ranks", rn,
+                   (long long)p->dims[prog->ranks_dim], R);
+  const cake_allocator *al = &p->al;
+  int64_t *first = rt_alloc(al, sizeof(int64_t) * ((size_t)R + 1)); /* rank q's fragments: all[first[q]..first[q+1]) */
+  if (!first) return CAKE_ERR_MEMORY;
+  int64_t total = 0, F = 1; /* a rank without fragments still runs one (empty) document */
+  for (int32_t q = 0; q < R; q++) {
+    int64_t n = 0;
+    cake_partition(cu, ndocs, T, R, q, layout, align, NULL, 0, &n, NULL); /* the same arguments: it succeeds */
+    first[q] = total;
+    total += n;
+    if (n > F) F = n;
+  }
+  first[R] = total;
+  if (prog->frags_dim >= 0 && p->dim_set[prog->frags_dim] == 2 && p->dims[prog->frags_dim] != F) {
+    rt_free(al, first);
+    return rt_fail(CAKE_ERR_PLAN, "dim '%s' is %lld (cake_plan_set_dim) but the partition's ranks hold at most %lld fragments",
+                   prog->dims[prog->frags_dim], (long long)p->dims[prog->frags_dim], (long long)F);
+  }
+  int64_t N = nown ? nown : 1;
+  cake_fragment *fr = rt_alloc(al, sizeof(cake_fragment) * (size_t)(total + 1));
+  GFrag *all = rt_alloc(al, sizeof(GFrag) * (size_t)(total + 1));
+  int32_t *lcu = rt_alloc(al, sizeof(int32_t) * (size_t)(N + 1));
+  int32_t *table = NULL;
+  if (!fr || !all || !lcu) {
+    s = CAKE_ERR_MEMORY;
+    goto done;
+  }
+  for (int32_t q = 0; q < R; q++) {
+    int64_t n = first[q + 1] - first[q];
+    cake_partition(cu, ndocs, T, R, q, layout, align, fr + first[q], n, &n, q == rank ? lcu : NULL);
+    for (int64_t f = 0; f < n; f++)
+      all[first[q] + f] = (GFrag){fr[first[q] + f].start, fr[first[q] + f].doc, q, (int32_t)f};
+  }
+  qsort(all, (size_t)total, sizeof *all, by_start); /* fragments are disjoint and not empty: document order */
+  /* the fragments before and after each of this rank's, in document order:
+   * those of its document that start before it, and after it */
+  const cake_fragment *own = fr + first[rank];
+  int64_t E = 0;
+  for (int64_t f = 0; f < nown; f++) {
+    int64_t at = find_start(all, total, own[f].start);
+    for (int64_t j = at - 1; j >= 0 && all[j].doc == own[f].doc; j--) E++;
+    for (int64_t j = at + 1; j < total && all[j].doc == own[f].doc; j++) E++;
+  }
+  int64_t ints = 6 * N + 2 * E;
+  if (ints > INT32_MAX) {
+    s = rt_fail(CAKE_ERR_PLAN, "the fragment table of rank %d has %lld entries; at most 2^31 - 1", rank, (long long)ints);
+    goto done;
+  }
+  if (!(table = rt_alloc(al, sizeof(int32_t) * (size_t)ints))) {
+    s = CAKE_ERR_MEMORY;
+    goto done;
+  }
+  int64_t b = 0; /* a rank without fragments: one row of zeros */
+  for (int64_t f = 0; f < nown; f++) {
+    int64_t at = find_start(all, total, own[f].start), j = at, end = at + 1;
+    while (j > 0 && all[j - 1].doc == own[f].doc) j--;
+    while (end < total && all[end].doc == own[f].doc) end++;
+    int32_t *row = table + 6 * f;
+    row[0] = own[f].continues;
+    row[1] = own[f].continued;
+    row[2] = (int32_t)b; /* before: all[j .. at) */
+    row[3] = (int32_t)(at - j);
+    row[4] = (int32_t)(b + (at - j)); /* after: all[at + 1 .. end) */
+    row[5] = (int32_t)(end - at - 1);
+    for (; j < end; j++) {
+      if (j == at) continue;
+      table[6 * N + 2 * b] = all[j].rank;
+      table[6 * N + 2 * b + 1] = all[j].index;
+      b++;
+    }
+  }
+  if (!nown) lcu[0] = lcu[1] = 0;
+  uint64_t id = 0xcbf29ce484222325ull;
+  int64_t head[5] = {T, R, (int64_t)layout, align, ndocs};
+  id = fnv(fnv(id, head, sizeof head), cu, sizeof(int32_t) * (size_t)(ndocs + 1));
+  rt_free(al, p->cu);
+  rt_free(al, p->frag_table);
+  p->cu = lcu;
+  p->ndocs = N;
+  lcu = NULL;
+  p->frag_table = table;
+  p->frag_ints = ints;
+  table = NULL;
+  p->dims[prog->tokens_dim] = p->cu[N];
+  p->dim_set[prog->tokens_dim] = 1;
+  p->dims[prog->ranks_dim] = R;
+  if (!p->dim_set[prog->ranks_dim]) p->dim_set[prog->ranks_dim] = 1;
+  if (prog->frags_dim >= 0) {
+    p->dims[prog->frags_dim] = F;
+    if (!p->dim_set[prog->frags_dim]) p->dim_set[prog->frags_dim] = 1;
+  }
+  p->partitioned = 1;
+  p->rank = rank;
+  p->nranks = R;
+  p->nfrags_max = F;
+  p->partition_id = id;
+  unfinalize(p);
+done:
+  rt_free(al, first);
+  rt_free(al, fr);
+  rt_free(al, all);
+  rt_free(al, lcu);
+  rt_free(al, table);
+  return s;
 }
 
 cake_status cake_plan_set_param(cake_plan *p, const char *name, double value) {
@@ -316,7 +476,7 @@ static cake_status place_temps(cake_plan *p, Slot *slots, int n, size_t base, si
  * with sizes that fit. */
 static cake_status layout(cake_plan *p) {
   const cake_program *prog = p->prog;
-  p->items = rt_alloc(&p->al, sizeof(RtItem) * (size_t)(prog->ntensors + 2));
+  p->items = rt_alloc(&p->al, sizeof(RtItem) * (size_t)(prog->ntensors + 3));
   Slot *slots = rt_alloc(&p->al, sizeof(Slot) * (size_t)(prog->ntensors + 1));
   if (!p->items || !slots) {
     rt_free(&p->al, slots);
@@ -327,6 +487,8 @@ static cake_status layout(cake_plan *p) {
     p->items[p->nitems++] = (RtItem){"chunk_table", 0, off, (size_t)p->nchunks * 16, -1};
   if (p->doc_table && uses_tables(prog, A_DOC_TABLE) && !place(&ws, (size_t)(p->ndocs + 1) * 4, &off))
     p->items[p->nitems++] = (RtItem){"doc_table", 0, off, (size_t)(p->ndocs + 1) * 4, -1};
+  if (p->frag_table && uses_tables(prog, A_FRAG_TABLE) && !place(&ws, (size_t)p->frag_ints * 4, &off))
+    p->items[p->nitems++] = (RtItem){"frag_table", 0, off, (size_t)p->frag_ints * 4, -1};
   int nslots = 0;
   cake_status s = CAKE_OK;
   for (int i = 0; i < prog->ntensors && !s; i++) {
@@ -398,11 +560,29 @@ static cake_status check_requires(const cake_plan *p) {
   return CAKE_OK;
 }
 
+static const char *kcp_needs_partition(const cake_program *prog) {
+  static __thread char msg[512];
+  snprintf(msg, sizeof msg,
+           "program '%s' is context-parallel: give its plan the documents with cake_plan_set_partition (its fragment "
+           "table and ranks come from the partition; cake_plan_set_docs gives neither)",
+           prog->name);
+  return msg;
+}
+
 cake_status cake_plan_finalize(cake_plan *p) {
   if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_finalize: plan is required");
   const cake_program *prog = p->prog;
   unfinalize(p);
   free_layout(p);
+  if (prog->ranks_dim >= 0) {
+    if (!p->partitioned) return rt_fail(CAKE_ERR_PLAN, "%s", kcp_needs_partition(prog));
+    const int dd[2] = {prog->ranks_dim, prog->frags_dim};
+    const int64_t want[2] = {p->nranks, p->nfrags_max};
+    for (int k = 0; k < 2; k++)
+      if (dd[k] >= 0 && p->dims[dd[k]] != want[k])
+        return rt_fail(CAKE_ERR_PLAN, "dim '%s' is %lld (cake_plan_set_dim) but the partition gives %lld",
+                       prog->dims[dd[k]], (long long)p->dims[dd[k]], (long long)want[k]);
+  }
   for (int i = 0; i < prog->ndims; i++) {
     if (i == prog->docs_dim || i == prog->chunks_dim) continue;
     if (!p->dim_set[i]) return rt_fail(CAKE_ERR_PLAN, "dim '%s' of program '%s' is not set", prog->dims[i], prog->name);
@@ -424,6 +604,8 @@ cake_status cake_plan_finalize(cake_plan *p) {
 
 static cake_status need_final(const cake_plan *p, const char *fn) {
   if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "%s: plan is required", fn);
+  if (!p->finalized && p->prog->ranks_dim >= 0 && !p->partitioned)
+    return rt_fail(CAKE_ERR_PLAN, "the plan is not finalized: %s", kcp_needs_partition(p->prog));
   if (!p->finalized) return rt_fail(CAKE_ERR_PLAN, "the plan is not finalized (call cake_plan_finalize after setting dims)");
   return CAKE_OK;
 }
@@ -498,6 +680,7 @@ static cake_status check_tensor(const cake_plan *p, const RtTensor *t, const cak
 /* Which tensors an entry's stages pass as buffers. */
 static void entry_buffers(const cake_program *prog, const RtEntry *e, int *used) {
   for (int s = 0; s < e->n; s++) {
+    if (RT_IS_EXCHANGE(e->stages[s])) continue; /* exchanges move temps only */
     const RtStage *st = &prog->stages[e->stages[s]];
     for (int a = 0; a < st->nargs; a++)
       if (st->args[a].what == A_TENSOR) used[st->args[a].index] = 1;

@@ -75,7 +75,8 @@ enum {
   RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
   RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
   RT_MAX_PREFERS = 16,             /* prefer clauses per option (the compiler's CAKE_MAX_PREFERS) */
-  RT_SCHEMA_VERSION = 2,           /* the manifest schema this runtime reads (2: temps' live ranges) */
+  RT_SCHEMA_VERSION = 3,           /* the newest manifest schema this runtime reads (3: context parallelism) */
+  RT_MIN_SCHEMA_VERSION = 2,       /* the oldest (2: temps' live ranges) */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
 #define RT_MAX_MANIFEST_BYTES ((size_t)64 << 20) /* manifest.json: 64 MiB */
@@ -113,7 +114,7 @@ typedef struct RtParam {
   double def;
 } RtParam;
 
-typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_PARAM } RtArgWhat;
+typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_PARAM, A_FRAG_TABLE } RtArgWhat;
 typedef struct RtArg {
   RtArgWhat what;
   int index; /* tensor, dim or param index */
@@ -154,11 +155,26 @@ typedef struct RtStage {
   int nloaded;
 } RtStage;
 
+/* An exchange stage of a context-parallel program: DST[r, ...] = rank r's SRC
+ * (both temps; the loader checked their dtypes and shapes). */
+typedef enum { X_ALL_GATHER } RtExchangeOp;
+typedef struct RtExchange {
+  char *name;
+  RtExchangeOp op;
+  int src, dst; /* tensor indices */
+} RtExchange;
+
+/* An entry's stages in order: stages[k] >= 0 is a kernel stage (an index
+ * into the program's stages), stages[k] < 0 the exchange -1 - stages[k]
+ * (rt_entry_exchange). */
 typedef struct RtEntry {
   char *name;
   int *stages;
   int n;
 } RtEntry;
+#define RT_EXCHANGE_REF(i) (-1 - (i))
+#define RT_IS_EXCHANGE(ref) ((ref) < 0)
+#define RT_EXCHANGE_INDEX(ref) (-1 - (ref))
 
 /* `prefer VALUE when EXPR` of an option: chosen by cake_package_choose. */
 typedef struct RtPrefer {
@@ -189,6 +205,7 @@ struct cake_program {
   int noptions;
   char **dims;
   int ndims, tokens_dim, docs_dim, chunks_dim;
+  int ranks_dim, frags_dim; /* context-parallel programs (schema 3); -1 otherwise */
   int chunk;
   RtTensor *tensors;
   int ntensors;
@@ -196,6 +213,8 @@ struct cake_program {
   int nparams;
   RtStage *stages;
   int nstages;
+  RtExchange *exchanges;
+  int nexchanges;
   RtEntry *entries;
   int nentries;
   RtRequire *requires;
@@ -250,6 +269,13 @@ struct cake_plan {
   size_t workspace_bytes, saved_bytes;
   uint64_t tables_uploaded_to; /* workspace address of the last upload */
   void *tables_ctx;
+  /* context-parallel programs: the partition given by cake_plan_set_partition */
+  int partitioned;          /* 1 while the plan's documents are a partition's */
+  int32_t rank, nranks;     /* this plan's rank of the partition's R */
+  int64_t nfrags_max;       /* F: the most fragments any rank holds */
+  int32_t *frag_table;      /* [frag_ints]: see cake_plan_set_partition */
+  int64_t frag_ints;
+  uint64_t partition_id;    /* a hash of the global partition's inputs (cu, T, R, layout, align) */
 };
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
@@ -310,5 +336,8 @@ cake_status rt_comm_local_send_recv(cake_comm *const *comms, int n, const uint64
  * but without events (no driver call). Its exchanges check their arguments,
  * do nothing for bytes = 0 and fail with CAKE_ERR_CUDA otherwise. */
 cake_status rt_comm_init_local_nodevice(int nranks, cake_comm **comms);
+/* The checks rt_comm_local_all_gather makes of its group before any driver
+ * call: comms[0..n-1] the n members of one in-process group in rank order. */
+cake_status rt_comm_check_group(const char *fn, cake_comm *const *comms, int n);
 
 #endif

@@ -553,9 +553,16 @@ static const struct {
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
-    /* the schema version: this runtime reads version 2 only (temps' live ranges) */
-    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads version 2 (rebuild the package"},
-    {"'schema_version': 2", "'schema_version': 3", "has schema version 3; this runtime reads version 2"},
+    /* the schema version: this runtime reads versions 2 (temps' live ranges) and 3 (context parallelism) */
+    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 and 3 (rebuild the package"},
+    {"'schema_version': 2", "'schema_version': 4", "has schema version 4; this runtime reads versions 2 and 3"},
+    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 and 3"},
+    /* schema 2 knows no context parallelism */
+    {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}",
+     "dim 'H': 'role' is 'ranks'; expected size, tokens, docs or chunks"},
+    {"'entries': [", "'exchanges': [], 'entries': [", "program 'p' (m=a): 'exchanges' needs schema version 3"},
+    {"{'kind': 'workspace', 'name': 'doc_table'}", "{'kind': 'workspace', 'name': 'frag_table'}",
+     "stage 'main': workspace argument 'frag_table' names no tensor"},
     /* the temps' live ranges */
     {"'live': [{'entry': 'fwd', 'first': 0, 'last': 0}], ", "", "tensor 'tmp': 'live' is missing"},
     {", 'pinned': false}", "}", "tensor 'tmp': 'pinned' is missing"},
@@ -1471,6 +1478,42 @@ static void out_of_memory_paths(void **st) {
   assert_int_equal(open_fds(), fds);
 }
 
+/* The context-parallel programs as cakec packages them (schema 3): they
+ * load, plan with cake_plan_set_partition on every rank, and cake_launch
+ * refuses their exchanging entry before any driver call. */
+static void compiled_kcp_packages_plan(void **st) {
+  static const char *const specs[] = {"kda_kcp_fwd", "kcp_cumsum"};
+  for (int i = 0; i < 2; i++) {
+    char dir[700], path[600];
+    snprintf(path, sizeof path, CAKE_SOURCE_DIR "/tests/unit/kcp/%s.cake", specs[i]);
+    assert_int_equal(compile_spec_text(NULL, path, specs[i], dir, sizeof dir), 0);
+    cake_package *pkg;
+    if (cake_package_load(dir, NULL, &pkg)) fail_msg("%s", cake_last_error());
+    const cake_program *prog = &pkg->programs[0];
+    assert_true(prog->ranks_dim >= 0);
+    assert_true(prog->nexchanges >= 1);
+    static const int32_t cu[] = {0, 1000, 1001, 1001, 4096, 6000};
+    for (int R = 1; R <= 4; R++)
+      for (int r = 0; r < R; r++) {
+        cake_plan *plan;
+        assert_int_equal(cake_plan_create(prog, &plan), CAKE_OK);
+        for (int d = 0; d < prog->ndims; d++)
+          if (d != prog->tokens_dim && d != prog->docs_dim && d != prog->chunks_dim && d != prog->ranks_dim &&
+              d != prog->frags_dim)
+            assert_int_equal(cake_plan_set_dim(plan, prog->dims[d], 4), CAKE_OK);
+        assert_int_equal(cake_plan_set_partition(plan, cu, 5, 6000, R, r, CAKE_LAYOUT_ZIGZAG, 64), CAKE_OK);
+        if (cake_plan_finalize(plan)) fail_msg("%s R=%d rank %d: %s", specs[i], R, r, cake_last_error());
+        size_t off, bytes;
+        assert_int_equal(cake_plan_item(plan, "frag_table", &off, &bytes), CAKE_OK);
+        assert_int_equal(bytes, (size_t)plan->frag_ints * 4);
+        assert_int_equal(cake_launch(plan, "fwd", NULL, 0, 0, 0, 0, 0, NULL), CAKE_ERR_ARGUMENT);
+        assert_non_null(strstr(cake_last_error(), "exchanges data with other ranks (stage '"));
+        cake_plan_free(plan);
+      }
+    cake_package_free(pkg);
+  }
+}
+
 static void variants_by_options(void **st) {
   cake_package *pkg;
   assert_int_equal(cake_package_load(g_opts, NULL, &pkg), CAKE_OK);
@@ -1531,6 +1574,7 @@ int main(void) {
       cmocka_unit_test(null_and_out_of_range_arguments), cmocka_unit_test(cu_seqlens_are_validated),
       cmocka_unit_test(sizes_never_wrap),
       cmocka_unit_test(grids_stay_in_range), cmocka_unit_test(missing_driver_is_named),
+      cmocka_unit_test(compiled_kcp_packages_plan),
   };
   return cmocka_run_group_tests(tests, make_package, remove_package);
 }
