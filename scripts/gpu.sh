@@ -25,7 +25,9 @@ case "${1:-}" in
     cmake --build build -j2 >/dev/null
     rm -rf .carry && mkdir -p .carry/bin
     export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
-    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) --arch=sm_90a --option kda_train.cp=none \
+    # (+ the context-parallel KDA forward of test_kcp; kda_train's cp = summary has no GPU test yet)
+    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) \
+      tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a --option kda_train.cp=none \
       -o .carry/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
