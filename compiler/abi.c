@@ -24,6 +24,15 @@ static KernelArg *push(KernelAbi *abi) {
   return a;
 }
 
+/* One of the plan's i32 tables in the workspace. */
+static void push_table(KernelAbi *abi, ArgWhat what, const char *name) {
+  KernelArg *a = push(abi);
+  a->what = what;
+  a->kind = "workspace";
+  a->name = name;
+  a->dtype = DT_I32;
+}
+
 int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   memset(abi, 0, sizeof *abi);
   int *tensors = cake_xcalloc((size_t)p->ntensors + 1, sizeof(int)),
@@ -53,27 +62,9 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
     a->dtype = t->dtype;
     a->tensor = t;
   }
-  if (chunks) {
-    KernelArg *a = push(abi);
-    a->what = ARG_CHUNK_TABLE;
-    a->kind = "workspace";
-    a->name = "chunk_table";
-    a->dtype = DT_I32;
-  }
-  if (docs) {
-    KernelArg *a = push(abi);
-    a->what = ARG_DOC_TABLE;
-    a->kind = "workspace";
-    a->name = "doc_table";
-    a->dtype = DT_I32;
-  }
-  if (frags) {
-    KernelArg *a = push(abi);
-    a->what = ARG_FRAG_TABLE;
-    a->kind = "workspace";
-    a->name = "frag_table";
-    a->dtype = DT_I32;
-  }
+  if (chunks) push_table(abi, ARG_CHUNK_TABLE, "chunk_table");
+  if (docs) push_table(abi, ARG_DOC_TABLE, "doc_table");
+  if (frags) push_table(abi, ARG_FRAG_TABLE, "frag_table");
   for (int i = 0; i < p->ndims; i++) {
     KernelArg *a = push(abi);
     a->what = ARG_DIM;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "manifest_fixture.h"
 #include "rt.h"
 
 static char g_tmp[500];
@@ -75,43 +76,11 @@ static int remove_tmp(void **st) {
 #define KCP_HEAD "{'schema': 'cake.package', 'schema_version': 3, 'files': [" KCP_FILE "], 'programs': ["
 static const char KCP[] = KCP_HEAD KCP_PROGRAM ", " PLAIN_PROGRAM "]}";
 
-/* `text` with ' turned into " (caller frees). */
-static char *q(const char *text) {
-  char *s = strdup(text);
-  for (char *p = s; *p; p++)
-    if (*p == '\'') *p = '"';
-  return s;
-}
-
-/* q(`text`) with the first occurrence of q(`old`) replaced by q(`new_`) (caller frees). */
-static char *replaced(const char *text, const char *old, const char *new_) {
-  char *t = q(text), *o = q(old), *n = q(new_);
-  char *at = strstr(t, o);
-  if (!at) fail_msg("'%s' is not in the manifest", old);
-  char *r = malloc(strlen(t) + strlen(n) + 1);
-  sprintf(r, "%.*s%s%s", (int)(at - t), t, n, at + strlen(o));
-  free(t), free(o), free(n);
-  return r;
-}
-
-static void write_file(const char *dir, const char *name, const char *text) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(text, f);
-  assert_int_equal(fclose(f), 0);
-}
-
 /* A package directory holding `manifest` (JSON) and bin/k.bin. */
 static void synth_dir(char *dir, size_t n, const char *manifest) {
-  char bin[1100];
   snprintf(dir, n, "%s/p%d", g_tmp, g_seq++);
   assert_int_equal(mkdir(dir, 0755), 0);
-  snprintf(bin, sizeof bin, "%s/bin", dir);
-  assert_int_equal(mkdir(bin, 0755), 0);
-  write_file(bin, "k.bin", "abc");
-  write_file(dir, "manifest.json", manifest);
+  fixture_package_dir(dir, manifest);
 }
 
 /* A counting allocator that fails from its fail_at-th allocation on. */
@@ -138,7 +107,7 @@ static const cake_allocator g_al = {count_alloc, count_free, &g_count};
 
 /* Loads the ' form `text` with the counting allocator. */
 static cake_status load_q(const char *text, cake_package **pkg) {
-  char dir[700], *m = q(text);
+  char dir[700], *m = fixture_q(text);
   synth_dir(dir, sizeof dir, m);
   free(m);
   g_count = (Count){0, -1, 0};
@@ -168,7 +137,7 @@ static void kcp_package_loads(void **st) {
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
   /* 'exchanges' is optional (cakec writes it for context-parallel programs only) */
-  char *m0 = replaced(KCP, "'exchanges': [], ", "");
+  char *m0 = fixture_replaced(KCP, "'exchanges': [], ", "");
   for (char *c = m0; *c; c++) *c = *c == '"' ? '\'' : *c;
   assert_int_equal(load_q(m0, &pkg), CAKE_OK);
   free(m0);
@@ -177,7 +146,7 @@ static void kcp_package_loads(void **st) {
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
   /* a program may declare ranks without fragments */
-  char *m = replaced(KCP, "{'name': 'F', 'role': 'fragments'}", "{'name': 'F', 'role': 'size'}");
+  char *m = fixture_replaced(KCP, "{'name': 'F', 'role': 'fragments'}", "{'name': 'F', 'role': 'size'}");
   for (char *c = m; *c; c++) *c = *c == '"' ? '\'' : *c;
   assert_int_equal(load_q(m, &pkg), CAKE_OK);
   free(m);
@@ -241,7 +210,7 @@ static const struct {
 
 static void kcp_manifests_are_validated(void **st) {
   for (size_t i = 0; i < sizeof bad_kcp / sizeof bad_kcp[0]; i++) {
-    char *m = replaced(KCP, bad_kcp[i].old, bad_kcp[i].new_);
+    char *m = fixture_replaced(KCP, bad_kcp[i].old, bad_kcp[i].new_);
     for (char *c = m; *c; c++) *c = *c == '"' ? '\'' : *c;
     cake_package *pkg = (cake_package *)&g_seq;
     cake_status s = load_q(m, &pkg);

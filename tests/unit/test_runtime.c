@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cake.h"
+#include "manifest_fixture.h"
 #include "rt.h"
 
 static char g_pkg[500], g_opts[500]; /* first.cake; tests/lit/diag/options.cake (6 variants) */
@@ -304,7 +305,7 @@ static void json_reader(void **st) {
 
 /* ---- untrusted packages: fixtures ---- */
 
-/* The manifests below are written with ' for " (see q()). SYNTH is a small
+/* The manifests below are written with ' for " (see fixture_q()). SYNTH is a small
  * package of one program that uses every kind of record: a token sequence
  * with documents, each tensor role, both param types, every grid and
  * argument kind, and one kernel whose file ("abc") lies in a subdirectory. */
@@ -334,48 +335,16 @@ static const char SYNTH[] = SYNTH_HEAD SYNTH_PROGRAM "]}";
 
 static int g_seq;
 
-/* `text` with ' turned into " (caller frees). */
-static char *q(const char *text) {
-  char *s = strdup(text);
-  for (char *p = s; *p; p++)
-    if (*p == '\'') *p = '"';
-  return s;
-}
-
-/* q(`text`) with the first occurrence of q(`old`) replaced by q(`new_`) (caller frees). */
-static char *replaced(const char *text, const char *old, const char *new_) {
-  char *t = q(text), *o = q(old), *n = q(new_);
-  char *at = strstr(t, o);
-  if (!at) fail_msg("'%s' is not in the manifest", old);
-  char *r = malloc(strlen(t) + strlen(n) + 1);
-  sprintf(r, "%.*s%s%s", (int)(at - t), t, n, at + strlen(o));
-  free(t), free(o), free(n);
-  return r;
-}
-
 /* A fresh directory under the test's temporary directory. */
 static void fresh_dir(char *out, size_t n, const char *tag) {
   snprintf(out, n, "%.*s/%s-%d", (int)(strlen(g_pkg) - 4), g_pkg, tag, g_seq++);
   assert_int_equal(mkdir(out, 0755), 0);
 }
 
-static void write_file(const char *dir, const char *name, const char *text) {
-  char path[1200];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(text, f);
-  assert_int_equal(fclose(f), 0);
-}
-
 /* A package directory holding `manifest` (JSON, not the ' form) and bin/k.bin. */
 static void synth_dir(char *dir, size_t n, const char *manifest) {
-  char bin[1100];
   fresh_dir(dir, n, "synth");
-  snprintf(bin, sizeof bin, "%s/bin", dir);
-  assert_int_equal(mkdir(bin, 0755), 0);
-  write_file(bin, "k.bin", "abc");
-  write_file(dir, "manifest.json", manifest);
+  fixture_package_dir(dir, manifest);
 }
 
 static cake_status load_text(const char *manifest, cake_package **pkg) {
@@ -394,7 +363,7 @@ static int count(const char *hay, const char *needle) {
 /* ---- untrusted packages: the manifest (F7, F8) ---- */
 
 static void synthetic_package_loads_and_plans(void **st) {
-  char *m = q(SYNTH);
+  char *m = fixture_q(SYNTH);
   cake_package *pkg;
   assert_int_equal(load_text(m, &pkg), CAKE_OK);
   free(m);
@@ -601,7 +570,7 @@ static const struct {
 
 static void manifest_values_are_validated(void **st) {
   for (size_t i = 0; i < sizeof bad_manifests / sizeof bad_manifests[0]; i++) {
-    char *m = replaced(SYNTH, bad_manifests[i].old, bad_manifests[i].new_);
+    char *m = fixture_replaced(SYNTH, bad_manifests[i].old, bad_manifests[i].new_);
     cake_package *pkg;
     cake_status s = load_text(m, &pkg);
     free(m);
@@ -670,16 +639,16 @@ static void live_ranges_are_validated(void **st) {
       {"'stages': ['main', 'main']}]", "'stages': ['main', 'main']}, {'name': 'none', 'stages': []}]",
        "tensor 'tmp' live[1]: entry 'none' has no stages"},
   };
-  char *two = replaced(SYNTH, "'stages': ['main']}]", "'stages': ['main', 'main']}]");
-  char *base = replaced(two, "'first': 0, 'last': 0", "'first': 0, 'last': 1");
+  char *two = fixture_replaced(SYNTH, "'stages': ['main']}]", "'stages': ['main', 'main']}]");
+  char *base = fixture_replaced(two, "'first': 0, 'last': 0", "'first': 0, 'last': 1");
   free(two);
   cake_package *pkg;
   assert_int_equal(load_text(base, &pkg), CAKE_OK);
   cake_package_free(pkg);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *m = replaced(base, cases[i].old, cases[i].new_);
+    char *m = fixture_replaced(base, cases[i].old, cases[i].new_);
     if (i == 4) { /* a range in the entry without stages */
-      char *n = replaced(m, "'last': 1}]", "'last': 1}, {'entry': 'none', 'first': 0, 'last': 0}]");
+      char *n = fixture_replaced(m, "'last': 1}]", "'last': 1}, {'entry': 'none', 'first': 0, 'last': 0}]");
       free(m);
       m = n;
     }
@@ -702,7 +671,7 @@ static void oversized_requirements_are_rejected(void **st) {
     strcat(many, one);
   }
   strcat(many, "],");
-  char *m = replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}],", many);
+  char *m = fixture_replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}],", many);
   cake_package *pkg;
   assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "program 'p' (m=a): 65 requirements; at most 64 are supported"));
@@ -714,12 +683,12 @@ static void oversized_requirements_are_rejected(void **st) {
   while (strlen(big) < 1025) strcat(big, " ");
   big[1025] = 0;
   snprintf(edit, 1300, "'text': '%s'", big);
-  m = replaced(SYNTH, "'text': 'H >= 0'", edit);
+  m = fixture_replaced(SYNTH, "'text': 'H >= 0'", edit);
   assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "requires[0]: 'text' has 1025 characters; at most 1024"));
   free(m);
   snprintf(edit, 1300, "'expr': '%s'", big);
-  m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+  m = fixture_replaced(SYNTH, "'expr': 'H >= 0'", edit);
   assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' has 1025 characters; at most 1024"));
   free(m);
@@ -730,7 +699,7 @@ static void oversized_requirements_are_rejected(void **st) {
     strcat(expr, "H == 1");
     for (int i = 0; kind == 0 && i < 65; i++) strcat(expr, ")");
     snprintf(edit, 1300, "'expr': '%s'", expr);
-    m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+    m = fixture_replaced(SYNTH, "'expr': 'H >= 0'", edit);
     assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
     assert_non_null(strstr(cake_last_error(), "requires[0]: 'expr' is not a requirement over the program's dims and parameters: "
                                               "nested more than 64 levels deep"));
@@ -742,7 +711,7 @@ static void oversized_requirements_are_rejected(void **st) {
   strcat(expr, "H == 2");
   for (int i = 0; i < 64; i++) strcat(expr, ")");
   snprintf(edit, 1300, "'expr': '%s'", expr);
-  m = replaced(SYNTH, "'expr': 'H >= 0'", edit);
+  m = fixture_replaced(SYNTH, "'expr': 'H >= 0'", edit);
   assert_int_equal(load_text(m, &pkg), CAKE_OK);
   cake_package_free(pkg);
   free(m), free(big), free(edit);
@@ -752,7 +721,7 @@ static void oversized_requirements_are_rejected(void **st) {
  * it is and the dims it reads; a division or remainder by zero makes it
  * false with the reason, never a crash. */
 static void requirements_are_checked_at_finalize(void **st) {
-  char *m = replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}]",
+  char *m = fixture_replaced(SYNTH, "'requires': [{'text': 'H >= 0', 'expr': 'H >= 0', 'loc': 'p.cake:3:9'}]",
                      "'requires': [{'text': 'H % 2 == 0', 'expr': 'H % 2 == 0', 'loc': 'p.cake:3:9'}, "
                      "{'text': 'T % (H * C) == 0 || N > 1', 'expr': 'T % (H * 4) == 0 || N > 1', 'loc': 'p.cake:4:9'}, "
                      "{'text': 'T / H >= -9223372036854775807 - 1', 'expr': 'T / H >= -9223372036854775807 - 1', "
@@ -873,10 +842,10 @@ static char *prefer_variant(const char *v, const char *clauses) {
   char opt[400], var[64];
   snprintf(opt, sizeof opt, "'value': '%s', 'default': 'a', 'values': ['a', 'b'], 'prefer': %s}", v, clauses);
   snprintf(var, sizeof var, "'variant': 'm=%s'", v);
-  char *a = replaced(SYNTH_PROGRAM, "'value': 'a', 'default': 'a', 'values': ['a', 'b']}", opt);
+  char *a = fixture_replaced(SYNTH_PROGRAM, "'value': 'a', 'default': 'a', 'values': ['a', 'b']}", opt);
   for (char *c = a; *c; c++)
     if (*c == '"') *c = '\'';
-  char *b = replaced(a, "'variant': 'm=a'", var);
+  char *b = fixture_replaced(a, "'variant': 'm=a'", var);
   free(a);
   for (char *c = b; *c; c++)
     if (*c == '"') *c = '\'';
@@ -891,7 +860,7 @@ static void options_are_chosen_from_the_problem(void **st) {
   char *va = prefer_variant("a", clause), *vb = prefer_variant("b", clause);
   char *m = malloc(strlen(va) + strlen(vb) + 400);
   sprintf(m, SYNTH_HEAD "%s, %s]}", va, vb);
-  char *mq = q(m);
+  char *mq = fixture_q(m);
   cake_package *pkg;
   assert_int_equal(load_text(mq, &pkg), CAKE_OK);
   const cake_program *p;
@@ -947,7 +916,7 @@ static void options_are_chosen_from_the_problem(void **st) {
   va = prefer_variant("a", div);
   m = malloc(strlen(va) + 400);
   sprintf(m, SYNTH_HEAD "%s]}", va);
-  mq = q(m);
+  mq = fixture_q(m);
   assert_int_equal(load_text(mq, &pkg), CAKE_OK);
   cake_dim_value t0[] = {{"H", 4}, {"T", 0}};
   assert_int_equal(cake_package_choose(pkg, "p", NULL, t0, 2, 0, &two, &p), CAKE_ERR_PLAN);
@@ -965,7 +934,7 @@ static void options_are_chosen_from_the_problem(void **st) {
   vb = prefer_variant("b", div);
   m = malloc(strlen(va) + strlen(vb) + 400);
   sprintf(m, SYNTH_HEAD "%s, %s]}", va, vb);
-  mq = q(m);
+  mq = fixture_q(m);
   assert_int_equal(load_text(mq, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "option 'm' has other prefer clauses than in an earlier variant of 'p'"));
   free(mq), free(m), free(va), free(vb);
@@ -1008,17 +977,17 @@ static void compiled_prefer_chooses(void **st) {
 
 /* Programs of one name are variants with distinct option values. */
 static void duplicate_programs_are_rejected(void **st) {
-  char *same = q(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}");
+  char *same = fixture_q(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}");
   cake_package *pkg;
   assert_int_equal(load_text(same, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "program 'p' (m=a): appears twice with the same option values"));
   free(same);
-  char *other = replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "}], 'dims'", "}, {'name': 'n', 'value': "
+  char *other = fixture_replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "}], 'dims'", "}, {'name': 'n', 'value': "
                                                                                           "'a', 'default': 'a'}], 'dims'");
   assert_int_equal(load_text(other, &pkg), CAKE_ERR_PACKAGE);
   assert_non_null(strstr(cake_last_error(), "declares other options than an earlier variant of 'p'"));
   free(other);
-  char *b = replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "'value': 'a', 'default'",
+  char *b = fixture_replaced(SYNTH_HEAD SYNTH_PROGRAM ", " SYNTH_PROGRAM "]}", "'value': 'a', 'default'",
                      "'value': 'b', 'default'");
   assert_int_equal(load_text(b, &pkg), CAKE_OK); /* the variants m=b and m=a */
   const cake_program *p;
@@ -1044,7 +1013,7 @@ static void audit_manifests(void **st) {
        "file '.': the path must stay inside the package directory: the path has a '.' component"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char *m = q(cases[i].manifest);
+    char *m = fixture_q(cases[i].manifest);
     cake_package *pkg;
     cake_status s = load_text(m, &pkg);
     free(m);
@@ -1055,7 +1024,7 @@ static void audit_manifests(void **st) {
 
 /* F17: the cause of a missing file survives, after the prefix, once. */
 static void missing_file_names_its_cause(void **st) {
-  char *m = q("{'schema': 'cake.package', 'schema_version': 2, 'files': [{'path': 'missing.bin', 'sha256': "
+  char *m = fixture_q("{'schema': 'cake.package', 'schema_version': 2, 'files': [{'path': 'missing.bin', 'sha256': "
               "'0000000000000000000000000000000000000000000000000000000000000000'}], 'programs': []}");
   cake_package *pkg;
   assert_int_equal(load_text(m, &pkg), CAKE_ERR_PACKAGE);
@@ -1113,7 +1082,7 @@ static void files_stay_inside_the_package(void **st) {
   expect_load_error(dir, CAKE_ERR_PACKAGE, ".cubin' is a symbolic link (package files must lie inside the package directory)");
   /* a directory component that is a symbolic link leaving the package: sub/hostname with sub -> outside */
   copy_first(dir, sizeof dir);
-  write_file(out, "hostname", "host\n");
+  fixture_write_file(out, "hostname", "host\n");
   snprintf(path, sizeof path, "%s/sub", dir);
   assert_int_equal(symlink(out, path), 0);
   list_file(dir, "sub/hostname", "host\n");
@@ -1123,14 +1092,14 @@ static void files_stay_inside_the_package(void **st) {
   copy_first(dir, sizeof dir);
   snprintf(path, sizeof path, "%s/sub", dir);
   assert_int_equal(mkdir(path, 0755), 0);
-  write_file(path, "hostname", "host\n");
+  fixture_write_file(path, "hostname", "host\n");
   list_file(dir, "sub/hostname", "host\n");
   cake_package *pkg;
   assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
   cake_package_free(pkg);
   /* a name with ".." inside it is an ordinary name */
   copy_first(dir, sizeof dir);
-  write_file(dir, "a..b", "x");
+  fixture_write_file(dir, "a..b", "x");
   list_file(dir, "a..b", "x");
   assert_int_equal(cake_package_load(dir, NULL, &pkg), CAKE_OK);
   cake_package_free(pkg);
@@ -1199,7 +1168,7 @@ static void kernels_use_the_hashed_bytes(void **st) {
 /* ---- the API: arguments (F11), documents, sizes (F13, F14) ---- */
 
 static void null_and_out_of_range_arguments(void **st) {
-  char *m = q(SYNTH);
+  char *m = fixture_q(SYNTH);
   cake_package *pkg, *none = (cake_package *)&g_seq;
   assert_int_equal(load_text(m, &pkg), CAKE_OK);
   free(m);
@@ -1314,7 +1283,7 @@ static size_t g_big_ws;        /* and its workspace bytes */
 
 /* Plans with H = 2^31 - 1 over SYNTH (T small, so the tables stay small). */
 static cake_status plan_big(const char *old, const char *new_) {
-  char *m = replaced(SYNTH, old, new_);
+  char *m = fixture_replaced(SYNTH, old, new_);
   cake_package *pkg;
   if (load_text(m, &pkg)) fail_msg("%s", cake_last_error());
   free(m);
@@ -1365,7 +1334,7 @@ static void sizes_never_wrap(void **st) {
 /* The launch computes each stage's grid within CUDA's range, whatever a
  * stage record says (the loader refuses such records first). */
 static void grids_stay_in_range(void **st) {
-  char *m = q(SYNTH);
+  char *m = fixture_q(SYNTH);
   cake_package *pkg;
   assert_int_equal(load_text(m, &pkg), CAKE_OK);
   free(m);
@@ -1467,11 +1436,11 @@ static void out_of_memory_paths(void **st) {
   int fds = open_fds();
   char dir[700];
   fail_each_allocation(g_pkg, "first", CAKE_OK);
-  char *m = q(SYNTH);
+  char *m = fixture_q(SYNTH);
   synth_dir(dir, sizeof dir, m);
   free(m);
   fail_each_allocation(dir, "p", CAKE_OK);
-  m = replaced(SYNTH, "'stages': ['main']", "'stages': ['mian']");
+  m = fixture_replaced(SYNTH, "'stages': ['main']", "'stages': ['mian']");
   synth_dir(dir, sizeof dir, m);
   free(m);
   fail_each_allocation(dir, "p", CAKE_ERR_PACKAGE);
