@@ -507,6 +507,18 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddStringToObject(j, "op", xchg_op_name(x->exchange));
     cJSON_AddStringToObject(j, "src", x->xsrc->name);
     cJSON_AddStringToObject(j, "dst", x->xdst->name);
+    /* what one rank sends, as a function of the dims: the constant factor
+     * (the element size included), then the dims; it receives R - 1 times that */
+    long long k = dtype_bytes(x->xsrc->dtype);
+    Buf f;
+    buf_init(&f);
+    for (int a = 0; a < x->xsrc->rank; a++)
+      if (x->xsrc->shape[a].sym < 0) k *= x->xsrc->shape[a].value;
+    buf_printf(&f, "%lld", k);
+    for (int a = 0; a < x->xsrc->rank; a++)
+      if (x->xsrc->shape[a].sym >= 0) buf_printf(&f, "*%s", p->dims[x->xsrc->shape[a].sym].name);
+    cJSON_AddStringToObject(j, "bytes", f.data);
+    buf_free(&f);
     cJSON_AddItemToArray(xs, j);
   }
   return o;

@@ -206,6 +206,13 @@ cake_status cake_plan_get_dim(const cake_plan *plan, const char *name, int64_t *
 int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
 cake_status cake_plan_workspace_bytes(const cake_plan *plan, size_t *bytes);
 cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
+/* What one rank of a context-parallel plan (finalized) sends and receives
+ * in the exchanges of `entry`, in bytes: an all_gather sends its source
+ * once and receives the other R - 1 ranks' (the manifest's "bytes" of each
+ * exchange gives the first as a formula of the dims). 0 and 0 for an entry
+ * without exchanges; CAKE_ERR_ARGUMENT for an unknown entry or a NULL
+ * result pointer. */
+cake_status cake_plan_comm_bytes(const cake_plan *plan, const char *entry, uint64_t *sent, uint64_t *received);
 /* Where one workspace item (a temp tensor, "chunk_table", "doc_table", "frag_table") or
  * saved tensor lives: its byte offset and size inside its area. */
 cake_status cake_plan_item(const cake_plan *plan, const char *name, size_t *offset, size_t *bytes);

@@ -619,6 +619,28 @@ cake_status cake_plan_workspace_bytes(const cake_plan *p, size_t *bytes) {
   return s;
 }
 
+cake_status cake_plan_comm_bytes(const cake_plan *p, const char *entry, uint64_t *sent, uint64_t *received) {
+  if (!sent || !received || !entry)
+    return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_comm_bytes: entry, sent and received are required");
+  cake_status s = need_final(p, "cake_plan_comm_bytes");
+  if (s) return s;
+  int ei = rt_entry_index(p->prog, entry);
+  if (ei < 0) return rt_fail(CAKE_ERR_ARGUMENT, "program '%s' has no entry '%s'", p->prog->name, entry);
+  const RtEntry *e = &p->prog->entries[ei];
+  uint64_t out = 0, in = 0;
+  for (int si = 0; si < e->n; si++) {
+    if (!RT_IS_EXCHANGE(e->stages[si])) continue;
+    const RtTensor *t = &p->prog->tensors[p->prog->exchanges[RT_EXCHANGE_INDEX(e->stages[si])].src];
+    uint64_t n = rt_dtype_bytes(t->dtype); /* every tensor's bytes fit: finalize checked them */
+    for (int j = 0; j < t->rank; j++) n *= (uint64_t)rt_extent(p, t->shape[j]);
+    out += n;
+    in += n * (uint64_t)(p->nranks - 1);
+  }
+  *sent = out;
+  *received = in;
+  return CAKE_OK;
+}
+
 cake_status cake_plan_saved_bytes(const cake_plan *p, size_t *bytes) {
   if (!bytes) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_saved_bytes: bytes is required");
   cake_status s = need_final(p, "cake_plan_saved_bytes");

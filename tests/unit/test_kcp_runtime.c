@@ -312,6 +312,16 @@ static void check_partition(const cake_program *prog, const int32_t *cu, int64_t
   assert_int_equal(ws, ct + dt + up256(bytes) + up256((size_t)F * 3 * 4) + up256((size_t)R * F * 3 * 4));
   assert_int_equal(cake_plan_item(plan, "gtot", &off, &bytes), CAKE_OK);
   assert_int_equal(bytes, (size_t)R * F * 3 * 4);
+  /* the exchanges' bytes: fwd gathers tot [F, H] f32 once; local has none */
+  uint64_t sent, recv;
+  assert_int_equal(cake_plan_comm_bytes(plan, "fwd", &sent, &recv), CAKE_OK);
+  assert_int_equal(sent, (uint64_t)F * 3 * 4);
+  assert_int_equal(recv, (uint64_t)(R - 1) * F * 3 * 4);
+  assert_int_equal(cake_plan_comm_bytes(plan, "local", &sent, &recv), CAKE_OK);
+  assert_true(sent == 0 && recv == 0);
+  assert_int_equal(cake_plan_comm_bytes(plan, "bwd", &sent, &recv), CAKE_ERR_ARGUMENT);
+  assert_non_null(strstr(cake_last_error(), "program 'cum' has no entry 'bwd'"));
+  assert_int_equal(cake_plan_comm_bytes(plan, "fwd", NULL, &recv), CAKE_ERR_ARGUMENT);
   cake_plan_free(plan);
   free(want);
 }
