@@ -648,8 +648,8 @@ static int check_requires(const CirProgram *p, const long long *dims, const Inte
     int params = 0, dims = 0;
     for (int j = 0; j < p->nparams; j++) params |= cake_require_uses(p->requires[i].expr, p->params[j]->name);
     for (int j = 0; j < p->ndims; j++) dims |= cake_require_uses(p->requires[i].expr, p->dims[j].name);
-    snprintf(err, errlen, "%s break '%s' (%s): %s", !params ? "dims" : dims ? "the dims and parameters" : "the parameters",
-             p->requires[i].text, p->requires[i].where, msg);
+    snprintf(err, errlen, "%s break '%s' (%s): %s", cake_require_subject(dims, params), p->requires[i].text,
+             p->requires[i].where, msg);
     return -1;
   }
   return 0;

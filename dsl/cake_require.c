@@ -394,6 +394,10 @@ int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *
   return CAKE_REQUIRE_FALSE;
 }
 
+const char *cake_require_subject(int uses_dims, int uses_params) {
+  return !uses_params ? "dims" : uses_dims ? "the dims and parameters" : "the parameters";
+}
+
 int cake_require_uses(const char *expr, const char *name) {
   size_t n = strlen(name);
   if (!expr || !n) return 0;

@@ -71,4 +71,10 @@ int cake_require_eval_fault(const char *expr, cake_require_lookup lookup, void *
 /* 1 when `expr` uses the name `name` (as a whole name, not inside a longer one). */
 int cake_require_uses(const char *expr, const char *name);
 
+/* What a broken requirement is said to be broken by, from whether it reads
+ * parameters: "dims" (none), "the parameters" (no dims), "the dims and
+ * parameters". The compiler's interpreter and the runtime word it alike:
+ * "<subject> break 'TEXT' (LOC): VALUES". */
+const char *cake_require_subject(int uses_dims, int uses_params);
+
 #endif

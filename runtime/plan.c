@@ -554,8 +554,7 @@ static cake_status check_requires(const cake_plan *p) {
     int params = 0, dims = 0;
     for (int j = 0; j < p->prog->nparams; j++) params |= cake_require_uses(r->expr, p->prog->params[j].name);
     for (int j = 0; j < p->prog->ndims; j++) dims |= cake_require_uses(r->expr, p->prog->dims[j]);
-    return rt_fail(CAKE_ERR_PLAN, "%s break '%s' (%s): %s",
-                   !params ? "dims" : dims ? "the dims and parameters" : "the parameters", r->text, r->loc, msg);
+    return rt_fail(CAKE_ERR_PLAN, "%s break '%s' (%s): %s", cake_require_subject(dims, params), r->text, r->loc, msg);
   }
   return CAKE_OK;
 }
