@@ -50,7 +50,7 @@ typedef struct InterpArgs {
 int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *args, char *err, size_t errlen);
 
 /* A context-parallel program's entry on `nranks` ranks, args[r] rank r's
- * (its local dims, cu_seqlens, fragments and tensors; the ranks and slots
+ * (its local dims, cu_seqlens, fragments and tensors; the ranks and fragments
  * dims the same everywhere): the stages in lockstep, rank by rank, and at an
  * exchange stage every rank's source copied into every rank's destination
  * (all_gather: dst[r, ...] = rank r's src). 0 on success; on failure a

@@ -2144,7 +2144,7 @@ static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
                   "before `ranks`");
     return;
   }
-  const Ident *ids[2] = {&d->name, d->slots.name ? &d->slots : NULL};
+  const Ident *ids[2] = {&d->name, d->frags.name ? &d->frags : NULL};
   int idx[2] = {-1, -1};
   for (int i = 0; i < 2 && ids[i]; i++) {
     Sym *y = find_sym(s, ids[i]->name);
@@ -2161,7 +2161,7 @@ static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
     idx[i] = y->index;
   }
   if (idx[1] >= 0 && idx[1] == idx[0]) {
-    ERR(d->slots.loc, "the ranks and the fragments must be different dims");
+    ERR(d->frags.loc, "the ranks and the fragments must be different dims");
     return;
   }
   p->ranks_dim = idx[0];

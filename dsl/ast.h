@@ -155,7 +155,7 @@ typedef struct Decl {
   int depth;        /* D_IF: levels of `if` below and including this one */
   /* D_OPTION: name, default (in `value` as an E_NAME), values in `names` */
   PtrVec prefers;   /* D_OPTION: Prefer*, in order */
-  Ident slots;      /* D_RANKS: the fragments dim, the most any rank holds (name NULL when absent) */
+  Ident frags;      /* D_RANKS: the fragments dim, the most any rank holds (name NULL when absent) */
   Ident xop, xsrc, xdst; /* D_EXCHANGE: the operation, its source and destination tensors */
 } Decl;
 

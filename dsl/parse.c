@@ -256,7 +256,7 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
       break;
     case D_RANKS:
       buf_printf(o, "Ranks %s", d->name.name);
-      if (d->slots.name) buf_printf(o, ", fragments %s", d->slots.name);
+      if (d->frags.name) buf_printf(o, ", fragments %s", d->frags.name);
       break;
     case D_EXCHANGE:
       buf_printf(o, "Exchange %s = %s(%s) -> %s", d->name.name, d->xop.name, d->xsrc.name, d->xdst.name);

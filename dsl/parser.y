@@ -225,7 +225,7 @@ decl
         diag_error(pc->diag, L(@4), "expected `fragments NAME` after the ranks' dim, got '%s'", $4);
       $$ = NEW(Decl); $$->kind = D_RANKS; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)};
-      $$->slots = (Ident){$5, L(@5)};
+      $$->frags = (Ident){$5, L(@5)};
     }
   | EXCHANGE IDENT '=' IDENT '(' IDENT ')' ARROW IDENT {
       $$ = NEW(Decl); $$->kind = D_EXCHANGE; $$->loc = L(@1);

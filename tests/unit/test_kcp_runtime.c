@@ -106,12 +106,26 @@ static Count g_count;
 static const cake_allocator g_al = {count_alloc, count_free, &g_count};
 
 /* Loads the ' form `text` with the counting allocator. */
-static cake_status load_q(const char *text, cake_package **pkg) {
-  char dir[700], *m = fixture_q(text);
-  synth_dir(dir, sizeof dir, m);
-  free(m);
+static cake_status load_json(const char *json, cake_package **pkg) {
+  char dir[700];
+  synth_dir(dir, sizeof dir, json);
   g_count = (Count){0, -1, 0};
   return cake_package_load(dir, &g_al, pkg);
+}
+
+static cake_status load_q(const char *text, cake_package **pkg) {
+  char *m = fixture_q(text);
+  cake_status s = load_json(m, pkg);
+  free(m);
+  return s;
+}
+
+/* Loads the manifest `text` (' form) with `old` replaced by `new_`. */
+static cake_status load_replaced(const char *text, const char *old, const char *new_, cake_package **pkg) {
+  char *m = fixture_replaced(text, old, new_);
+  cake_status s = load_json(m, pkg);
+  free(m);
+  return s;
 }
 
 static void kcp_package_loads(void **st) {
@@ -137,19 +151,14 @@ static void kcp_package_loads(void **st) {
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
   /* 'exchanges' is optional (cakec writes it for context-parallel programs only) */
-  char *m0 = fixture_replaced(KCP, "'exchanges': [], ", "");
-  for (char *c = m0; *c; c++) *c = *c == '"' ? '\'' : *c;
-  assert_int_equal(load_q(m0, &pkg), CAKE_OK);
-  free(m0);
+  assert_int_equal(load_replaced(KCP, "'exchanges': [], ", "", &pkg), CAKE_OK);
   assert_int_equal(cake_package_program(pkg, "plain", &p), CAKE_OK);
   assert_int_equal(p->nexchanges, 0);
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
   /* a program may declare ranks without fragments */
-  char *m = fixture_replaced(KCP, "{'name': 'F', 'role': 'fragments'}", "{'name': 'F', 'role': 'size'}");
-  for (char *c = m; *c; c++) *c = *c == '"' ? '\'' : *c;
-  assert_int_equal(load_q(m, &pkg), CAKE_OK);
-  free(m);
+  assert_int_equal(load_replaced(KCP, "{'name': 'F', 'role': 'fragments'}", "{'name': 'F', 'role': 'size'}", &pkg),
+                   CAKE_OK);
   assert_int_equal(cake_package_program(pkg, "cum", &p), CAKE_OK);
   assert_int_equal(p->frags_dim, -1);
   cake_package_free(pkg);
@@ -210,11 +219,8 @@ static const struct {
 
 static void kcp_manifests_are_validated(void **st) {
   for (size_t i = 0; i < sizeof bad_kcp / sizeof bad_kcp[0]; i++) {
-    char *m = fixture_replaced(KCP, bad_kcp[i].old, bad_kcp[i].new_);
-    for (char *c = m; *c; c++) *c = *c == '"' ? '\'' : *c;
     cake_package *pkg = (cake_package *)&g_seq;
-    cake_status s = load_q(m, &pkg);
-    free(m);
+    cake_status s = load_replaced(KCP, bad_kcp[i].old, bad_kcp[i].new_, &pkg);
     if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad_kcp[i].msg))
       fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad_kcp[i].new_, cake_status_name(s), cake_last_error(),
                bad_kcp[i].msg);
