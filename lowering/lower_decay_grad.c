@@ -43,6 +43,8 @@
  * The operands are read through their views (shared memory, an f32 staged
  * copy, or recomputed when cheap); the blocked path reads x once per
  * element, so it is never staged there (lower_plan.c plans the same). */
+#include <math.h>
+
 #include "lower.h"
 
 int decay_mm_blocked(const LK *L, const CirInst *in) {
@@ -101,9 +103,9 @@ typedef struct Blk {
   View m, x, g;
   MlirValue out;  /* the f32 home */
   int stride;
-  MlirValue mp;   /* m as bf16, [C][C + 8] */
-  MlirValue xp;   /* x', bf16, [C - 16][K + 8] */
-  MlirValue step; /* f32 [nb - 1][K] */
+  MlirValue mp, mlo; /* m[16 + r][c] split into bf16 hi and lo, [C - 16][C - 16 + 8] each */
+  MlirValue xp, xlo; /* x', bf16 hi and lo, [C - 16][K + 8] each */
+  MlirValue step;    /* f32 [nb - 1][K] */
   int mp_stride, xp_stride;
 } Blk;
 
@@ -115,12 +117,33 @@ static void store2(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, Ml
   smem_store_vals(L, base, sdt, stride, r, c, x);
 }
 
-/* m as bf16 for the tensor cores */
+/* f32 values x as bf16 hi = bf16(x) at hi and lo = bf16(x - hi) at lo
+ * (x = hi + lo + O(2^-17 |x|)); lo is 0 where hi is not finite */
+static void store_split(LK *L, MlirValue hi, MlirValue lo, int stride, MlirValue r, MlirValue c, Vals x) {
+  Mlb *b = &L->b;
+  Vals y = {.n = x.n};
+  MlirValue inf = mlb_f32(b, INFINITY), zero = mlb_f32(b, 0.0);
+  for (int w = 0; w < x.n; w++) {
+    MlirValue h = mlb_cast(b, "arith.extf", mlb_cast(b, "arith.truncf", x.v[w], b->bf16), b->f32);
+    MlirValue fin = mlb_cmpf(b, "olt", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &h), inf);
+    y.v[w] = mlb_select(b, fin, mlb_bin(b, "arith.subf", x.v[w], h), zero);
+  }
+  smem_store_vals(L, hi, DT_BF16, stride, r, c, x);
+  smem_store_vals(L, lo, DT_BF16, stride, r, c, y);
+}
+
+/* m's off-diagonal part (rows 16 .., columns .. C - 17) as bf16 hi and lo for the tensor cores */
 static void mp_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
   (void)v;
   Blk *s = vctx;
-  Vals x = view_vals(L, &s->m, r, c, W);
-  smem_store_vals(L, s->mp, DT_BF16, s->mp_stride, r, c, x);
+  Vals x = view_vals(L, &s->m, mlb_add_c(&L->b, r, 16), c, W);
+  store_split(L, s->mp, s->mlo, s->mp_stride, r, c, x);
+}
+
+static void store2_split(LK *L, Blk *s, MlirValue r, MlirValue c, const MlirValue *v) {
+  Vals x = {.n = DW};
+  for (int w = 0; w < DW; w++) x.v[w] = v[w];
+  store_split(L, s->xp, s->xlo, s->xp_stride, r, c, x);
 }
 
 /* One diagonal task: block blk, columns c, c + 1. */
@@ -189,7 +212,7 @@ static void diag_task(LK *L, MlirValue task, void *vctx) {
       if (i < 15)
         for (int w = 0; w < DW; w++) p[w] = fmul(b, p[w], d[i + 1][w]);
       for (int w = 0; w < DW; w++) y[w] = fmul(b, x[i][w], p[w]);
-      store2(L, s->xp, DT_BF16, s->xp_stride, mlb_add_c(b, R0, i), c, y);
+      store2_split(L, s, mlb_add_c(b, R0, i), c, y);
     }
     store2(L, s->step, DT_F32, s->K, blk, c, p); /* exp(g[16 (blk + 1)] - g[16 blk]) */
     mlb_if_else(b, &st, 0, NULL);
@@ -208,7 +231,7 @@ static void diag_task(LK *L, MlirValue task, void *vctx) {
   for (int i = 0; i < 16; i++) {
     MlirValue y[DW];
     for (int w = 0; w < DW; w++) y[w] = i ? fmul(b, x[i][w], P[i][w]) : x[i][w];
-    store2(L, s->xp, DT_BF16, s->xp_stride, mlb_add_c(b, R1, i), c, y);
+    store2_split(L, s, mlb_add_c(b, R1, i), c, y);
   }
   mlb_if_else(b, &st, 0, NULL);
   mlb_if_end(b, &st, 0, NULL);
@@ -279,34 +302,46 @@ static void offdiag(LK *L, Blk *s) {
       scaled[h * 4 + 2 + w] = fmul(b, kl.iter[h * 4 + 2 + w], fw);
     }
   }
-  /* A = m[rows of oblk, cols of kb] (decay_mm), m^T (decay_mm_t): m' held [r][j] */
+  /* A = m[rows of oblk, cols of kb] (decay_mm), m^T (decay_mm_t): m' held [r - 16][j] */
   MlirValue k0 = mlb_mul_c(b, kb, 16);
   MlirValue arow, acol;
   if (!s->t) { /* held [M][K]: lane l reads row m0 + l % 16 at k0 + (l / 16) * 8 */
-    arow = mlb_add(b, m0, mlb_bin_c(b, "arith.remui", lane, 16));
+    arow = mlb_add(b, mlb_add_c(b, m0, -16), mlb_bin_c(b, "arith.remui", lane, 16));
     acol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", lane, 16), 8));
   } else { /* held [K][M]: matrix q: rows k0 + (q / 2) * 8, cols m0 + (q % 2) * 8 */
-    arow = mlb_add(b, k0, i8);
+    arow = mlb_add(b, mlb_add_c(b, k0, -16), i8);
     arow = mlb_add(b, arow, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
     acol = mlb_add(b, m0, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
   }
-  MlirValue as = ldmatrix_at(L, boff(L, s->mp, s->mp_stride, arow, acol), 4, s->t);
-  MlirValue af[4];
-  for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
+  MlirValue aoff = boff(L, mlb_i32(b, 0), s->mp_stride, arow, acol);
+  MlirValue ahs = ldmatrix_at(L, mlb_add(b, s->mp, aoff), 4, s->t);
+  MlirValue als = ldmatrix_at(L, mlb_add(b, s->mlo, aoff), 4, s->t);
+  MlirValue ah[4], al[4];
+  for (int e = 0; e < 4; e++) ah[e] = mlb_extract(b, ahs, e, b->i32), al[e] = mlb_extract(b, als, e, b->i32);
   /* B = x' rows of kb (decay_mm: rows 16 J; decay_mm_t: rows 16 (I - 1)), held [K][N]:
    * matrix q: rows + (q % 2) * 8, cols n0 + (q / 2) * 8, read transposed */
   MlirValue xrow = s->t ? mlb_add_c(b, k0, -16) : k0;
   MlirValue brow = mlb_add(b, xrow, i8);
   brow = mlb_add(b, brow, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
   MlirValue bcol = mlb_add(b, n0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
-  MlirValue bs = ldmatrix_at(L, boff(L, s->xp, s->xp_stride, brow, bcol), 4, 1);
-  MlirValue bf[4];
-  for (int e = 0; e < 4; e++) bf[e] = mlb_extract(b, bs, e, b->i32);
+  MlirValue boff_ = boff(L, mlb_i32(b, 0), s->xp_stride, brow, bcol);
+  MlirValue bhs = ldmatrix_at(L, mlb_add(b, s->xp, boff_), 4, 1);
+  MlirValue bls = ldmatrix_at(L, mlb_add(b, s->xlo, boff_), 4, 1);
+  MlirValue bh[4], bl[4];
+  for (int e = 0; e < 4; e++) bh[e] = mlb_extract(b, bhs, e, b->i32), bl[e] = mlb_extract(b, bls, e, b->i32);
+  /* bf16x3: m x' = (mh + ml)(xh + xl) less ml xl (about 2^-16 of it), the small
+   * products first, in this order at every step (bitwise repeatable) */
   MlirValue acc[8];
   for (int h = 0; h < 2; h++) {
-    MlirValue bh[2] = {bf[2 * h], bf[2 * h + 1]};
-    MlirOperation mma = mma_sync(L, DT_BF16, af, bh, &scaled[h * 4]);
-    for (int e = 0; e < 4; e++) acc[h * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
+    MlirValue bth[2] = {bh[2 * h], bh[2 * h + 1]}, btl[2] = {bl[2 * h], bl[2 * h + 1]};
+    MlirValue c4[4];
+    for (int e = 0; e < 4; e++) c4[e] = scaled[h * 4 + e];
+    MlirValue *A[3] = {al, ah, ah}, *B[3] = {bth, btl, bth}; /* lo hi, hi lo, hi hi */
+    for (int p = 0; p < 3; p++) {
+      MlirOperation mma = mma_sync(L, DT_BF16, A[p], B[p], c4);
+      for (int e = 0; e < 4; e++) c4[e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
+    }
+    for (int e = 0; e < 4; e++) acc[h * 4 + e] = c4[e];
   }
   mlb_for_end(b, &kl, 8, acc);
 
@@ -358,14 +393,17 @@ static void lower_blocked(LK *L, const CirInst *in, Home *h, View m, View g) {
   s.out = mlb_i32(b, h->offset);
   s.stride = h->stride;
   if (s.nb > 1) {
-    s.mp = mlb_i32(b, h->stage_off[3]);
+    /* lower_plan.c: each buffer holds [C - 16] rows of hi, then of lo */
     s.mp_stride = h->stage_stride[3];
-    s.xp = mlb_i32(b, h->stage_off[4]);
+    s.mp = mlb_i32(b, h->stage_off[3]);
+    s.mlo = mlb_i32(b, h->stage_off[3] + (s.C - 16) * s.mp_stride * 2);
     s.xp_stride = h->stage_stride[4];
-    s.step = mlb_i32(b, h->stage_off[4] + (s.C - 16) * s.xp_stride * 2);
+    s.xp = mlb_i32(b, h->stage_off[4]);
+    s.xlo = mlb_i32(b, h->stage_off[4] + (s.C - 16) * s.xp_stride * 2);
+    s.step = mlb_i32(b, h->stage_off[4] + 2 * (s.C - 16) * s.xp_stride * 2);
   }
   mlb_barrier(b); /* staged operands are complete */
-  if (s.nb > 1) tile_loop(L, in->args[0], s.C, s.C, 8, mp_fn, &s);
+  if (s.nb > 1) tile_loop(L, in->args[0], s.C - 16, s.C - 16, 8, mp_fn, &s);
   strided_loop(L, s.nb * (s.K / DW), diag_task, &s);
   if (s.nb == 1) return;
   mlb_barrier(b); /* x', step, m' and the diagonal blocks' sums are written */
