@@ -1,5 +1,5 @@
 // decay_dot's gradients and a scan over every chunk of the sequence lower to
-// PTX on every target: blocked (tensor cores off the diagonal blocks) where
+// PTX on every target: blocked (tensor cores, bf16x3, off the diagonal blocks) where
 // the tile is in 16-row and 16-column blocks, element by element otherwise.
 // RUN: %cakec %s --emit=ptx --arch=sm_90a | FileCheck %s --check-prefixes=CHECK,SM90
 // RUN: %cakec %s --emit=ptx --arch=sm_100a | FileCheck %s --check-prefixes=CHECK,SM100
@@ -41,10 +41,31 @@ entry bwd = grads, odd, total
 // SM90: .target sm_90a
 // SM100: .target sm_100a
 // CHECK: ex2.approx.ftz.f32
-// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
-// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// bf16x3 off the diagonal blocks: x' hi and lo (the only transposed loads),
+// then three mma.sync per n8 tile and step, chained through the accumulators:
+// m lo * x' hi, m hi * x' lo, m hi * x' hi
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {[[BH:%r[0-9]+]],
+// CHECK-NEXT: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {[[BL:%r[0-9]+]],
+// CHECK-NEXT: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-NEXT: {[[D1:%r[0-9]+]], {{.*}}},
+// CHECK-NEXT: {[[AL:%r[0-9]+]], {{.*}}},
+// CHECK-NEXT: {[[BH]], {{.*}}},
+// CHECK-NEXT: {{.*}};
+// CHECK-NEXT: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-NEXT: {[[D2:%r[0-9]+]], {{.*}}},
+// CHECK-NEXT: {[[AH:%r[0-9]+]], {{.*}}},
+// CHECK-NEXT: {[[BL]], {{.*}}},
+// CHECK-NEXT: {[[D1]], {{.*}}};
+// CHECK-NEXT: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// CHECK-NEXT: {{.*}},
+// CHECK-NEXT: {[[AH]], {{.*}}},
+// CHECK-NEXT: {[[BH]], {{.*}}},
+// CHECK-NEXT: {[[D2]], {{.*}}};
+// the element path (K = 24): no tensor cores
 // CHECK-LABEL: // ---- kernel decay_grad_ptx_odd_{{[0-9a-f]+}}
+// CHECK-NOT: mma.sync
 // CHECK: ex2.approx.ftz.f32
+// CHECK-NOT: mma.sync
 // CHECK-LABEL: // ---- kernel decay_grad_ptx_total_{{[0-9a-f]+}}
 // CHECK: .maxntid 128, 1, 1
 // CHECK: bra
