@@ -16,9 +16,14 @@
  *    them (d[r] d[r - 1] ... d[j + 1]: each partial product is itself such a
  *    term, <= 1, so nothing overflows and what flushes to 0 is below 2^-126).
  *    16 exps per column and block instead of 136.
- *  - Off-diagonal blocks on tensor cores (bf16 m and scaled x, f32
- *    accumulators), every exponent taken relative to a block-boundary row
- *    so that each factor is <= 1:
+ *  - Off-diagonal blocks on tensor cores in bf16x3 (f32 accumulators): m and
+ *    scaled x each split into bf16 hi = bf16(v) and lo = bf16(v - hi), and
+ *    every k-step adds lo*hi, hi*lo, then hi*hi (three mma.sync, this order
+ *    at every step); lo*lo and what the split drops are about 2^-16 of each
+ *    product (bf16 alone: 2^-8), near f32 (tf32x3 would be closer still, but
+ *    at twice the mma.sync count: m16n8k8, and no ldmatrix .trans for 32-bit
+ *    elements). Every exponent is taken relative to a block-boundary row so
+ *    that each factor is <= 1:
  *      x'[i] = x[i] exp(g[ref(i)] - g[i]) with ref the first row of the
  *              next block (decay_mm), or of i's own block (decay_mm_t);
  *      step[L] = exp(g[16 (L + 1)] - g[16 L]);
@@ -28,8 +33,10 @@
  *    decay_mm_t, row block J: over I = nb - 1 down to J + 1,
  *      acc = acc * step[I] + m[I, J]^T @ x'[I] (acc relative to row 16 I),
  *      out[j] += exp(g[16 (J + 1)] - g[j]) acc.
- *    The diagonal pass computes x' (the same running products) and step;
- *    each warp takes tasks (row block, 16 columns) in turn.
+ *    The diagonal pass computes x' (the same running products, staged hi
+ *    and lo) and step; m's off-diagonal part (rows 16 .., columns .. C - 17)
+ *    is staged hi and lo first; each warp takes tasks (row block, 16
+ *    columns) in turn.
  *  Every output's sum is in a fixed order: the diagonal block's terms in
  *  index order, then the off-diagonal blocks' (mma accumulation within one
  *  warp), so results do not depend on timing.
