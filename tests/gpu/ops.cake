@@ -103,7 +103,7 @@ kernel math over (c in chunks, h in H) {
 }
 
 // decay_dot's gradients at KDA's shape (C = 64, K = 128, 256 threads: the
-// blocked lowering, tensor cores off the diagonal blocks) under a strong
+// blocked lowering, bf16x3 tensor cores off the diagonal blocks) under a strong
 // log-decay (near -5 per row: exp(g[r] - g[j]) spans e^-315 over a chunk,
 // and any factor exp(g[j] - g[r]) would overflow) and a weak one (near -0.08
 // per row: the off-diagonal blocks count); rows past a chunk's valid rows
