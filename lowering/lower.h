@@ -99,6 +99,7 @@ typedef struct LK {
   long long smem_bytes; /* the plan's size, checked against the target's smem_per_block before it is used as an int */
   int failed;
   AccCtx acc;
+  int dmm_elementwise; /* decay_mm and decay_mm_t element by element: the blocked form's staging does not fit */
   /* the scan being emitted: where prefetched loads refill for the next chunk */
   const CirBlock *scan_body;
   const CirInst *scan_cv;
@@ -182,6 +183,8 @@ void lower_decay(LK *L, const CirInst *in);
 int decay_bprime_rows(int C);
 /* lower_decay_grad.c: decay_mm, decay_mm_t */
 void lower_decay_mm(LK *L, const CirInst *in);
+/* Does decay_mm / decay_mm_t take the blocked form (tensor cores off the diagonal)? */
+int decay_mm_blocked(const LK *L, const CirInst *in);
 /* Operands of solve / decay that must be copied to f32 shared memory first. */
 int needs_f32_stage(LK *L, const CirInst *src);
 

@@ -276,11 +276,25 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       add_buf(v, n, cap, p, p, rows_of(src->ty) * h->stage_stride[j] * 2, &h->stage_off[j]);
     }
   } else if (kind == OK_DECAY_MM) { /* operands read at random places: f32 copies unless cheap or stored */
+    int blocked = decay_mm_blocked(L, in);
     for (int j = 0; j < in->nargs; j++) {
+      if (blocked && j == 1) continue; /* the blocked form reads x once per element, where it lives */
       if (!needs_f32_stage(L, in->args[j])) continue;
       h->stage_dt[j] = DT_F32;
       h->stage_stride[j] = storage_stride(DT_F32, cols_of(in->args[j]->ty));
       add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * 4, &h->stage_off[j]);
+    }
+    int C = in->ty.shape[0], K = in->ty.shape[1];
+    if (blocked && C > 16) {
+      /* bf16 hi and lo halves (bf16x3 products, lower_decay_grad.c), each
+       * [C - 16] rows: m's off-diagonal part (rows 16 .., columns .. C - 17),
+       * m' [C - 16][C - 16] hi then lo; x' [C - 16][K] hi then lo, then
+       * step f32 [C / 16 - 1][K] */
+      h->stage_dt[3] = h->stage_dt[4] = DT_BF16;
+      h->stage_stride[3] = storage_stride(DT_BF16, C - 16);
+      h->stage_stride[4] = storage_stride(DT_BF16, K);
+      add_buf(v, n, cap, p, p, 2 * (C - 16) * h->stage_stride[3] * 2, &h->stage_off[3]);
+      add_buf(v, n, cap, p, p, 2 * (C - 16) * h->stage_stride[4] * 2 + (C / 16 - 1) * K * 4, &h->stage_off[4]);
     }
   } else if (kind == OK_SOLVE || kind == OK_DECAY) {
     for (int j = 0; j < in->nargs; j++) {
@@ -725,6 +739,12 @@ void plan_kernel(LK *L) {
   plan_epilogues(L, &L->k->body);
   live_ranges(&P, &L->k->body, 0);
   L->smem_bytes = allocate_all(L, &P, 0);
+  if (L->smem_bytes > L->target->smem_per_block) {
+    /* decay_mm's blocked form stages bf16 hi/lo operands: over the limit, the
+     * element-by-element form (no staging of its own) may still fit */
+    L->dmm_elementwise = 1;
+    L->smem_bytes = allocate_all(L, &P, 0);
+  }
   double_buffer_prefetches(L, &P);
   L->smem_bytes = allocate_all(L, &P, getenv("CAKE_TRACE_PLAN") != NULL);
   free(P.all);

@@ -4,7 +4,7 @@
 program ops
 
 dim   T, N, H
-const C = 64, D = 32
+const C = 64, D = 32, DK = 128
 sequence T, docs N, chunk C
 
 param p : f32 = 0.75
@@ -16,6 +16,7 @@ in  w     : f32[H, D]
 in  s0    : f32[N, H, D] optional
 in  sc    : f32[D]             // powers of 2, from 2^-30 to 2^5 by column
 in  sv    : f32[D]             // special values: NaN, +-0, +-inf, ...
+in  xk, yk : f32[T, H, DK]
 out unary, binary, reduce, layout : f32[T, H, D]
 out dots  : f32[T, H, C]
 out ints  : i32[T, H, D]
@@ -26,6 +27,7 @@ out total : f32[H, D]
 out m_tanh, m_log1p, m_expm1, m_logsig, m_silu : f32[T, H, D]
 out m_special : f32[H, 5, D]
 out m_decay, m_decay1 : f32[T, H, C]
+out m_dmm, m_dmmt, m_dmm1, m_dmmt1 : f32[T, H, DK]
 temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
@@ -102,6 +104,24 @@ kernel math over (c in chunks, h in H) {
   store m_decay1[c, h, :] = decay(cumsum(-abs(a[:, 1]) * 0.0625, 0)[:, None])
 }
 
+// decay_dot's gradients at KDA's shape (C = 64, K = 128, 256 threads: the
+// blocked lowering, bf16x3 tensor cores off the diagonal blocks) under a strong
+// log-decay (near -5 per row: exp(g[r] - g[j]) spans e^-315 over a chunk,
+// and any factor exp(g[j] - g[r]) would overflow) and a weak one (near -0.08
+// per row: the off-diagonal blocks count); rows past a chunk's valid rows
+// are 0 and decay no further
+kernel dmm over (c in chunks, h in H) threads 256 {
+  a = load xk[c, h, :]
+  b = load yk[c, h, :]
+  md = tril((a as bf16) @ (b as bf16).T) * 0.0625
+  gs = cumsum(where(valid(c)[:, None], -4.5 - abs(b) * 0.5, 0.0), 0)
+  gw = cumsum(where(valid(c)[:, None], -abs(a) * 0.1, 0.0), 0)
+  store m_dmm[c, h, :] = decay_mm(md, b, gs)
+  store m_dmmt[c, h, :] = decay_mm_t(md, a, gs)
+  store m_dmm1[c, h, :] = decay_mm(md, b, gw)
+  store m_dmmt1[c, h, :] = decay_mm_t(md, a, gw)
+}
+
 // the same functions of special values, coded finite: NaN 1000, +inf 2000,
 // -inf -2000, +0 3000, -0 -3000 (other values as they are)
 kernel specials over (h in H) {
@@ -113,4 +133,4 @@ kernel specials over (h in H) {
   }
 }
 
-entry run = elementwise, scans, totals, math, specials
+entry run = elementwise, scans, totals, math, specials, dmm

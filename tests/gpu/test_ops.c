@@ -17,7 +17,7 @@
 #include "gpu_util.h"
 #include "interp.h"
 
-enum { D = 32, CH = 64 };
+enum { D = 32, CH = 64, DK = 128 };
 
 typedef struct Out {
   const char *name;
@@ -100,13 +100,15 @@ int main(int argc, char **argv) {
   const int64_t T = 300, H = 3, N = 3;
   int32_t cu32[4] = {0, 100, 101, 300};
   long long cu[4] = {0, 100, 101, 300};
-  size_t nx = (size_t)(T * H * D), ns = (size_t)(N * H * D);
+  size_t nx = (size_t)(T * H * D), ns = (size_t)(N * H * D), nk = (size_t)(T * H * DK);
   /* inputs: x, y on a grid of 1/16 (x * 10 is never an integer), bf16, f16 */
   double *x = malloc(nx * 8), *y = malloc(nx * 8), *xb = malloc(nx * 8), *xh = malloc(nx * 8);
   double *w = malloc((size_t)(H * D) * 8), *s0 = malloc(ns * 8), *sc = malloc(D * 8), *sv = malloc(D * 8);
   float *fx = malloc(nx * 4), *fy = malloc(nx * 4), *fw = malloc((size_t)(H * D) * 4), *fs0 = malloc(ns * 4);
   float *fsc = malloc(D * 4), *fsv = malloc(D * 4);
   uint16_t *hb = malloc(nx * 2), *hh = malloc(nx * 2);
+  double *xk = malloc(nk * 8), *yk = malloc(nk * 8);
+  float *fxk = malloc(nk * 4), *fyk = malloc(nk * 4);
   for (size_t i = 0; i < nx; i++) {
     fx[i] = (float)((double)((int)(rng_uniform(&rng) * 128) - 64) + 0.5) / 16.0f;
     fy[i] = (float)rng_normal(&rng);
@@ -117,6 +119,7 @@ int main(int argc, char **argv) {
     memcpy(&t, &hh[i], 2);
     xh[i] = (double)t;
   }
+  for (size_t i = 0; i < nk; i++) xk[i] = fxk[i] = (float)rng_normal(&rng), yk[i] = fyk[i] = (float)rng_normal(&rng);
   for (int64_t i = 0; i < H * D; i++) w[i] = fw[i] = (float)rng_normal(&rng);
   for (size_t i = 0; i < ns; i++) s0[i] = fs0[i] = (float)rng_normal(&rng);
   /* the math kernel's scales, 2^-30 .. 2^5 (x 2^e stays exact), and special values (none of magnitude
@@ -131,7 +134,13 @@ int main(int argc, char **argv) {
 
   /* tanh, log1p, expm1, logsigmoid, silu and decay: the tolerance of the approximate ops (1e-5 on the
    * error ratio) on every element's relative error too (scripts/ops_accuracy.py: at most 5.4e-7 expected;
-   * decay, with exp's approximation of exponents down to -70 (the floor): up to 3.8e-6) */
+   * decay, with exp's approximation of exponents down to -70 (the floor): up to 3.8e-6). decay_mm and
+   * decay_mm_t (grads, m_dmm*) take bf16x3 products off the diagonal blocks (tensor cores; hi and lo
+   * halves of both operands): by a model of the lowering in float64 (scripts/dmm_accuracy.py: rounding, exp's
+   * approximation, round-to-nearest or truncating mma accumulation alike), about 2.2e-6 under weak
+   * decay (m_dmm1, m_dmmt1; grads 1.3e-6), 6.5e-8 under strong decay, where the diagonal blocks
+   * (f32) dominate (m_dmm, m_dmmt); the f32 element path: 1.6e-7 to 3.2e-7, bf16 alone: 1.2e-3,
+   * 6.7e-4 and 4e-6 */
   static const Out outs[] = {
       {"unary", 0, 'T', D, 1e-5, 0},      {"binary", 0, 'T', D, 1e-6, 0},     {"reduce", 0, 'T', D, 1e-6, 0},
       {"layout", 0, 'T', D, 0, 0},        {"dots", 0, 'T', CH, 1e-3, 0},      {"ints", 1, 'T', D, 0, 0},
@@ -139,6 +148,8 @@ int main(int argc, char **argv) {
       {"total", 0, 'H', D, 1e-6, 0},      {"m_tanh", 0, 'T', D, 1e-5, 1e-5},  {"m_log1p", 0, 'T', D, 1e-5, 1e-5},
       {"m_expm1", 0, 'T', D, 1e-5, 1e-5}, {"m_logsig", 0, 'T', D, 1e-5, 1e-5}, {"m_silu", 0, 'T', D, 1e-5, 1e-5},
       {"m_special", 0, 'S', D, 1e-5, 1e-5}, {"m_decay", 0, 'T', CH, 1e-5, 1e-5}, {"m_decay1", 0, 'T', CH, 1e-5, 1e-5},
+      {"m_dmm", 0, 'T', DK, 1e-5, 0},      {"m_dmmt", 0, 'T', DK, 1e-5, 0},   {"m_dmm1", 0, 'T', DK, 1e-5, 0},
+      {"m_dmmt1", 0, 'T', DK, 1e-5, 0},
   };
   enum { NOUT = sizeof outs / sizeof outs[0] };
   long long dims[4] = {T, N, H, 0};
@@ -152,6 +163,8 @@ int main(int argc, char **argv) {
   tensors[tensor_index(prog, "s0")] = s0;
   tensors[tensor_index(prog, "sc")] = sc;
   tensors[tensor_index(prog, "sv")] = sv;
+  tensors[tensor_index(prog, "xk")] = xk;
+  tensors[tensor_index(prog, "yk")] = yk;
   long long edims[4] = {T, N, H, cake_interp_chunk_count(prog, T, cu, N)};
   for (int o = 0; o < NOUT; o++) {
     int ti = tensor_index(prog, outs[o].name);
@@ -173,8 +186,8 @@ int main(int argc, char **argv) {
   }
 
   /* the host buffers, freed before either half returns */
-  enum { NHOST = 16 };
-  void *host_bufs[NHOST + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, sc, sv, fsc, fsv};
+  enum { NHOST = 20 };
+  void *host_bufs[NHOST + NOUT] = {x, y, xb, xh, w, s0, fx, fy, fw, fs0, hb, hh, sc, sv, fsc, fsv, xk, yk, fxk, fyk};
   for (int o = 0; o < NOUT; o++) host_bufs[NHOST + o] = ref[o];
   int interp_only = 0;
   for (int i = 2; i < argc; i++) interp_only |= !strcmp(argv[i], "--interp-only");
@@ -211,7 +224,7 @@ int main(int argc, char **argv) {
   RT(cake_plan_workspace_bytes(plan, &ws));
   CUdeviceptr dx = gpu_alloc(nx * 4), dy = gpu_alloc(nx * 4), db = gpu_alloc(nx * 2), dh = gpu_alloc(nx * 2),
               dw = gpu_alloc((size_t)(H * D) * 4), ds0 = gpu_alloc(ns * 4), work = gpu_alloc(ws);
-  CUdeviceptr dsc = gpu_alloc(D * 4), dsv = gpu_alloc(D * 4);
+  CUdeviceptr dsc = gpu_alloc(D * 4), dsv = gpu_alloc(D * 4), dxk = gpu_alloc(nk * 4), dyk = gpu_alloc(nk * 4);
   CK(cuMemcpyHtoD(dx, fx, nx * 4));
   CK(cuMemcpyHtoD(dy, fy, nx * 4));
   CK(cuMemcpyHtoD(db, hb, nx * 2));
@@ -220,13 +233,16 @@ int main(int argc, char **argv) {
   CK(cuMemcpyHtoD(ds0, fs0, ns * 4));
   CK(cuMemcpyHtoD(dsc, fsc, D * 4));
   CK(cuMemcpyHtoD(dsv, fsv, D * 4));
-  cake_binding b[8 + NOUT] = {
+  CK(cuMemcpyHtoD(dxk, fxk, nk * 4));
+  CK(cuMemcpyHtoD(dyk, fyk, nk * 4));
+  cake_binding b[10 + NOUT] = {
       {"x", {dx, CAKE_F32, 3, {T, H, D}, {0}}},   {"y", {dy, CAKE_F32, 3, {T, H, D}, {0}}},
       {"xb", {db, CAKE_BF16, 3, {T, H, D}, {0}}}, {"xh", {dh, CAKE_F16, 3, {T, H, D}, {0}}},
       {"w", {dw, CAKE_F32, 2, {H, D}, {0}}},      {"s0", {ds0, CAKE_F32, 3, {N, H, D}, {0}}},
       {"sc", {dsc, CAKE_F32, 1, {D}, {0}}},       {"sv", {dsv, CAKE_F32, 1, {D}, {0}}},
+      {"xk", {dxk, CAKE_F32, 3, {T, H, DK}, {0}}}, {"yk", {dyk, CAKE_F32, 3, {T, H, DK}, {0}}},
   };
-  int nb = 8;
+  int nb = 10;
   CUdeviceptr dout[NOUT];
   size_t bytes[NOUT];
   for (int o = 0; o < NOUT; o++) {
@@ -285,7 +301,7 @@ int main(int argc, char **argv) {
     free(host[0][o]), free(host[1][o]);
   }
   gpu_free(dx), gpu_free(dy), gpu_free(db), gpu_free(dh), gpu_free(dw), gpu_free(ds0), gpu_free(work);
-  gpu_free(dsc), gpu_free(dsv);
+  gpu_free(dsc), gpu_free(dsv), gpu_free(dxk), gpu_free(dyk);
   cake_plan_free(plan);
   cake_package_free(pkg);
   release(host_bufs, NHOST + NOUT, &text, &arena, &diag);
