@@ -383,9 +383,33 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
 }
 
 /* The text a kernel's digest covers. Without the variant's name it is the
- * text that determines the generated code (the key of a codegen unit). */
+ * text that determines the generated code (the key of a codegen unit): the
+ * kernel's arguments in order (the tensors it touches with their shapes in
+ * dim names, its tables, the dims and params it reads) and its body, so
+ * that variants whose programs differ elsewhere (other dims, tensors or
+ * kernels) share the unit. With the variant, the whole program's interface. */
 static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target, int with_variant) {
   buf_printf(o, "%s\ntarget %s\noptions %s\n", cake_version(), target, CAKE_CODEGEN_OPTIONS);
+  KernelAbi abi;
+  if (!with_variant && cir_kernel_abi(p, k, &abi) == 0) {
+    buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
+    for (int i = 0; i < abi.nargs; i++) {
+      const KernelArg *a = &abi.args[i];
+      buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));
+      if (a->what == ARG_DIM) buf_printf(o, " role %d", p->dims[a->dim].role);
+      if (a->what == ARG_TENSOR) {
+        const CirTensor *t = a->tensor;
+        buf_printf(o, " %s %d", role_name(t->role), t->optional);
+        for (int j = 0; j < t->rank; j++)
+          if (t->shape[j].sym >= 0) buf_printf(o, " %s", p->dims[t->shape[j].sym].name);
+          else buf_printf(o, " %lld", t->shape[j].value);
+      }
+      buf_puts(o, "\n");
+    }
+    for (int i = 0; i < 3; i++) buf_printf(o, "grid %d\n", abi.grid_axis_of_dim[i]);
+    cir_dump_kernel(o, p, k);
+    return;
+  }
   if (with_variant) buf_printf(o, "program %s variant %s chunk %d\n", p->name, p->variant, p->chunk);
   else buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
   for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
@@ -636,8 +660,8 @@ static int compile_program(Compilation *c, const CirProgram *p, const ProgramPla
     const KernelAbi *abi = &pl->abis[ki];
     if (pl->unit[ki * c->narchs] < 0) {
       diag_error(&c->diag, k->loc,
-                 "kernel '%s' takes %d arguments (the tensors it touches, its tables, every dim, the params it "
-                 "reads); at most %d are supported: split it",
+                 "kernel '%s' takes %d arguments (the tensors it touches, its tables, the dims and params it reads); "
+                 "at most %d are supported: split it",
                  k->name, abi->nargs, CAKE_MAX_KERNEL_ARGS);
       rc = 1;
       failed = 1;

@@ -213,6 +213,23 @@ cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
  * without exchanges; CAKE_ERR_ARGUMENT for an unknown entry or a NULL
  * result pointer. */
 cake_status cake_plan_comm_bytes(const cake_plan *plan, const char *entry, uint64_t *sent, uint64_t *received);
+/* Stage timing, for benchmarks and profiling. With timing on, every launch
+ * of an entry through this plan (cake_launch, cake_launch_comm,
+ * cake_launch_group) records a driver event before and after each of its
+ * stages, kernels and exchanges, on the plan's stream; off (the default),
+ * launches record nothing. cake_plan_stage_times then gives the entry's
+ * stages in order of its last launch: n (the entry's stage count), and up
+ * to cap of their names (stage or exchange names; valid while the package
+ * is) and times in milliseconds. It waits for the last stage's event. An
+ * exchange's time includes its wait for the other ranks. In a group whose
+ * ranks share one stream the ranks' kernels run one after another, so each
+ * rank's stage times are its own. Errors: CAKE_ERR_ARGUMENT for an unknown
+ * entry or one not launched with timing on since the plan was made. The
+ * events are made in the launching context on first use and freed with the
+ * plan. */
+cake_status cake_plan_set_timing(cake_plan *plan, int on);
+cake_status cake_plan_stage_times(const cake_plan *plan, const char *entry, const char **names, float *ms, int cap,
+                                  int *n);
 /* Where one workspace item (a temp tensor, "chunk_table", "doc_table", "frag_table") or
  * saved tensor lives: its byte offset and size inside its area. */
 cake_status cake_plan_item(const cake_plan *plan, const char *name, size_t *offset, size_t *bytes);

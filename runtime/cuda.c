@@ -23,6 +23,8 @@ struct RtCuda {
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*EventDestroy)(CUevent);
   CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
@@ -66,6 +68,8 @@ static void load_driver(void) {
   SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
   SYM(EventCreate, "cuEventCreate");
   SYM(EventRecord, "cuEventRecord");
+  SYM(EventSynchronize, "cuEventSynchronize");
+  SYM(EventElapsedTime, "cuEventElapsedTime");
   SYM(EventDestroy, "cuEventDestroy_v2");
   SYM(StreamWaitEvent, "cuStreamWaitEvent");
   SYM(PointerGetAttribute, "cuPointerGetAttribute");
@@ -243,14 +247,25 @@ cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream) {
                        "cuMemcpyDtoDAsync");
 }
 
-cake_status rt_event_create(void **event) {
+static cake_status event_create(void **event, unsigned flags) {
   const RtCuda *cu;
   cake_status s = rt_cuda(&cu);
   if (s) return s;
   CUevent ev = NULL;
-  if ((s = rt_cuda_check(cu->EventCreate(&ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))) return s;
+  if ((s = rt_cuda_check(cu->EventCreate(&ev, flags), "cuEventCreate"))) return s;
   *event = ev;
   return CAKE_OK;
+}
+
+cake_status rt_event_create(void **event) { return event_create(event, CU_EVENT_DISABLE_TIMING); }
+cake_status rt_event_create_timed(void **event) { return event_create(event, CU_EVENT_DEFAULT); }
+
+cake_status rt_event_elapsed(float *ms, void *start, void *end) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  if ((s = rt_cuda_check(cu->EventSynchronize((CUevent)end), "cuEventSynchronize"))) return s;
+  return rt_cuda_check(cu->EventElapsedTime(ms, (CUevent)start, (CUevent)end), "cuEventElapsedTime");
 }
 
 void rt_event_destroy(void *event) {

@@ -29,6 +29,7 @@ cake_status rt_grid_of(const cake_plan *p, const RtStage *st, unsigned g[3]) {
 typedef struct RtRun {
   cake_plan *p;
   const RtEntry *e;
+  int ei;
   uint64_t workspace;
   uint64_t chunk_table, doc_table, frag_table;
   void *stream;
@@ -55,7 +56,8 @@ static cake_status run_check(RtRun *r, cake_plan *p, const char *entry, const ca
     return rt_fail(CAKE_ERR_ARGUMENT, "the saved area must be a 256-byte aligned device pointer");
   memset(r, 0, sizeof *r);
   r->p = p;
-  r->e = &prog->entries[rt_entry_index(prog, entry)];
+  r->ei = rt_entry_index(prog, entry);
+  r->e = &prog->entries[r->ei];
   r->workspace = workspace;
   r->stream = stream;
   for (int i = 0; i < n; i++) r->ptr[rt_tensor_index(prog, b[i].name)] = b[i].tensor.data;
@@ -93,6 +95,38 @@ static cake_status run_tables(RtRun *r) {
   p->tables_uploaded_to = r->workspace;
   p->tables_ctx = r->ctx;
   return CAKE_OK;
+}
+
+/* Stage timing (cake_plan_set_timing): the entry's events, made in the
+ * run's context on its first timed launch (remade when the context
+ * changes); the entry counts as timed once a launch went through. */
+static cake_status run_timing(RtRun *r) {
+  cake_plan *p = r->p;
+  if (!p->timing) return CAKE_OK;
+  if (p->timing_ctx != r->ctx) rt_plan_timing_free(p);
+  p->timing_ctx = r->ctx;
+  int ne = p->prog->nentries, n = 2 * r->e->n;
+  if (!p->stage_events && !(p->stage_events = rt_alloc(&p->al, sizeof(void **) * (size_t)ne))) return CAKE_ERR_MEMORY;
+  if (!p->stage_timed && !(p->stage_timed = rt_alloc(&p->al, sizeof(int) * (size_t)ne))) return CAKE_ERR_MEMORY;
+  p->stage_timed[r->ei] = 0;
+  if (p->stage_events[r->ei]) return CAKE_OK;
+  void **ev = rt_alloc(&p->al, sizeof(void *) * (size_t)(n ? n : 1));
+  if (!ev) return CAKE_ERR_MEMORY;
+  cake_status s = CAKE_OK;
+  for (int i = 0; i < n && !s; i++) s = rt_event_create_timed(&ev[i]);
+  if (s) {
+    for (int i = 0; i < n; i++) rt_event_destroy(ev[i]);
+    rt_free(&p->al, ev);
+    return s;
+  }
+  p->stage_events[r->ei] = ev;
+  return CAKE_OK;
+}
+
+/* Records the event before (after = 0) or after stage si when timing. */
+static cake_status run_mark(RtRun *r, int si, int after) {
+  if (!r->p->timing) return CAKE_OK;
+  return rt_event_record(r->p->stage_events[r->ei][2 * si + after], r->stream);
 }
 
 /* Launches kernel stage `si` of the entry (not an exchange). */
@@ -168,8 +202,10 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   RtRun r;
   cake_status s = run_check(&r, p, entry, b, n, workspace, workspace_bytes, saved, saved_bytes, stream);
   if (s) return s;
-  if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r))) return s;
-  for (int si = 0; si < r.e->n && !s; si++) s = run_kernel(&r, si);
+  if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
+  for (int si = 0; si < r.e->n && !s; si++)
+    if (!(s = run_mark(&r, si, 0)) && !(s = run_kernel(&r, si))) s = run_mark(&r, si, 1);
+  if (!s && p->timing) p->stage_timed[r.ei] = 1;
   return s;
 }
 
@@ -198,18 +234,21 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
   if (cake_comm_rank(comm) != p->rank)
     return rt_fail(CAKE_ERR_ARGUMENT, "%s: the communicator is rank %d; the plan is rank %d's", fn, cake_comm_rank(comm),
                    p->rank);
-  if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r))) return s;
+  if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
   for (int si = 0; si < r.e->n && !s; si++) {
+    if ((s = run_mark(&r, si, 0))) break;
     if (!RT_IS_EXCHANGE(r.e->stages[si])) {
       s = run_kernel(&r, si);
-      continue;
+    } else {
+      uint64_t send, recv;
+      size_t bytes;
+      const RtExchange *x = run_exchange(&r, si, &send, &recv, &bytes);
+      if ((s = rt_comm_all_gather(comm, send, recv, bytes, stream)))
+        s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
     }
-    uint64_t send, recv;
-    size_t bytes;
-    const RtExchange *x = run_exchange(&r, si, &send, &recv, &bytes);
-    if ((s = rt_comm_all_gather(comm, send, recv, bytes, stream)))
-      s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
+    if (!s) s = run_mark(&r, si, 1);
   }
+  if (!s && p->timing) p->stage_timed[r.ei] = 1;
   return s;
 }
 
@@ -296,22 +335,30 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
   /* nothing was launched up to here; now the device */
   for (int r = 0; r < n && !s; r++) {
     st[r] = streams ? streams[r] : NULL;
-    if ((s = run_device(&runs[r], b[r], nb[r], saved ? saved[r] : 0)) || (s = run_tables(&runs[r])))
+    if ((s = run_device(&runs[r], b[r], nb[r], saved ? saved[r] : 0)) || (s = run_tables(&runs[r])) ||
+        (s = run_timing(&runs[r])))
       s = rt_fail(s, "%s: rank %d: %s", fn, r, cake_last_error());
   }
   const RtEntry *e = s ? NULL : runs[0].e; /* the same entry of the same program on every rank */
   for (int si = 0; e && si < e->n && !s; si++) {
-    if (!RT_IS_EXCHANGE(e->stages[si])) { /* every rank's kernel of this stage */
+    if (!RT_IS_EXCHANGE(e->stages[si])) { /* every rank's kernel of this stage, each timed alone */
       for (int r = 0; r < n && !s; r++)
-        if ((s = run_kernel(&runs[r], si))) s = rt_fail(s, "rank %d: %s", r, cake_last_error());
+        if ((s = run_mark(&runs[r], si, 0)) || (s = run_kernel(&runs[r], si)) || (s = run_mark(&runs[r], si, 1)))
+          s = rt_fail(s, "rank %d: %s", r, cake_last_error());
       continue;
     }
     size_t bytes = 0;
     const RtExchange *x = NULL;
-    for (int r = 0; r < n; r++) x = run_exchange(&runs[r], si, &send[r], &recv[r], &bytes); /* the same bytes: same dims */
-    if ((s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st)))
+    for (int r = 0; r < n && !s; r++) {
+      x = run_exchange(&runs[r], si, &send[r], &recv[r], &bytes); /* the same bytes: same dims */
+      s = run_mark(&runs[r], si, 0);
+    }
+    if (!s && (s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st)))
       s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, plans[0]->prog->name, cake_last_error());
+    for (int r = 0; r < n && !s; r++) s = run_mark(&runs[r], si, 1);
   }
+  for (int r = 0; e && r < n && !s; r++)
+    if (plans[r]->timing) plans[r]->stage_timed[runs[r].ei] = 1;
   rt_free(al, runs);
   rt_free(al, send);
   rt_free(al, recv);

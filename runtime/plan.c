@@ -74,7 +74,53 @@ void cake_plan_free(cake_plan *p) {
   rt_free(&al, p->param_set);
   rt_free(&al, p->cu);
   rt_free(&al, p->frag_table);
+  rt_plan_timing_free(p);
   rt_free(&al, p);
+}
+
+void rt_plan_timing_free(cake_plan *p) {
+  if (p->stage_events)
+    for (int ei = 0; ei < p->prog->nentries; ei++) {
+      void **ev = p->stage_events[ei];
+      for (int i = 0; ev && i < 2 * p->prog->entries[ei].n; i++) rt_event_destroy(ev[i]);
+      rt_free(&p->al, ev);
+    }
+  rt_free(&p->al, p->stage_events);
+  rt_free(&p->al, p->stage_timed);
+  p->stage_events = NULL;
+  p->stage_timed = NULL;
+  p->timing_ctx = NULL;
+}
+
+cake_status cake_plan_set_timing(cake_plan *p, int on) {
+  if (!p) return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_set_timing: plan is required");
+  p->timing = on != 0;
+  return CAKE_OK;
+}
+
+cake_status cake_plan_stage_times(const cake_plan *p, const char *entry, const char **names, float *ms, int cap,
+                                  int *n) {
+  const char *fn = "cake_plan_stage_times";
+  if (!p || !entry || !n) return rt_fail(CAKE_ERR_ARGUMENT, "%s: plan, entry and n are required", fn);
+  if (cap < 0 || (cap > 0 && !names && !ms))
+    return rt_fail(CAKE_ERR_ARGUMENT, "%s: cap is %d; names or ms must hold cap entries", fn, cap);
+  int ei = rt_entry_index(p->prog, entry);
+  if (ei < 0) return rt_fail(CAKE_ERR_ARGUMENT, "%s: program '%s' has no entry '%s'", fn, p->prog->name, entry);
+  if (!p->stage_timed || !p->stage_timed[ei])
+    return rt_fail(CAKE_ERR_ARGUMENT, "%s: entry '%s' has not been launched with timing on (cake_plan_set_timing)", fn,
+                   entry);
+  const RtEntry *e = &p->prog->entries[ei];
+  *n = e->n;
+  for (int si = 0; si < e->n && si < cap; si++) {
+    int ref = e->stages[si];
+    if (names)
+      names[si] = RT_IS_EXCHANGE(ref) ? p->prog->exchanges[RT_EXCHANGE_INDEX(ref)].name : p->prog->stages[ref].name;
+    if (ms) {
+      cake_status s = rt_event_elapsed(&ms[si], p->stage_events[ei][2 * si], p->stage_events[ei][2 * si + 1]);
+      if (s) return rt_fail(s, "%s: stage %d of entry '%s': %s", fn, si, entry, cake_last_error());
+    }
+  }
+  return CAKE_OK;
 }
 
 static cake_status unfinalize(cake_plan *p) {

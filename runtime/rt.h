@@ -276,7 +276,15 @@ struct cake_plan {
   int32_t *frag_table;      /* [frag_ints]: see cake_plan_set_partition */
   int64_t frag_ints;
   uint64_t partition_id;    /* a hash of the global partition's inputs (cu, T, R, layout, align) */
+  /* stage timing (cake_plan_set_timing): per entry, two events per stage
+   * (before, after) of its last launch, made in `timing_ctx` on first use */
+  int timing;
+  void ***stage_events; /* [nentries] -> [2 * stages], NULL until launched timed */
+  int *stage_timed;     /* [nentries]: 1 once a timed launch of the entry went through */
+  void *timing_ctx;
 };
+/* The plan's timing events (destroyed) and their arrays (freed). */
+void rt_plan_timing_free(cake_plan *plan);
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
 /* The grid of stage `st` under the plan: each axis within CUDA's range
@@ -298,6 +306,9 @@ cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream); 
 /* Events (CUevent) without timing, in the current context; destroying NULL
  * (or any event when the driver never loaded) does nothing. */
 cake_status rt_event_create(void **event);
+cake_status rt_event_create_timed(void **event); /* with timing (cake_plan_set_timing) */
+/* The milliseconds from `start` to `end` (waits for `end`). */
+cake_status rt_event_elapsed(float *ms, void *start, void *end);
 void rt_event_destroy(void *event);
 cake_status rt_event_record(void *event, void *stream);
 cake_status rt_stream_wait_event(void *stream, void *event);

@@ -2,10 +2,11 @@
 # gpu.sh - the GPU machine workflow in one place.
 #   scripts/gpu.sh prepare    (build machine) build, compile the specs, gather .carry/
 #   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
+#   .carry/gpu.sh unpack      (GPU machine)   unpack the packages (every command does it first)
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
 #   .carry/gpu.sh torch       (GPU machine)   cake.kda through PyTorch autograd
-#   .carry/gpu.sh bench|bench-train|bench-gdn|parts
+#   .carry/gpu.sh bench|bench-train|bench-gdn|bench-kcp|parts
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
 #   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
 #                                             and the benchmarks in one timed call
@@ -17,7 +18,21 @@ cd "$(dirname "$0")/.."
 out="${CAKE_OUT:-/tmp/cake-out}"
 
 # the package each GPU test runs on
-package_of() { [ "$1" = test_ops ] && echo .carry/ops/package || echo .carry/package; }
+package_of() {
+  case "$1" in
+    test_ops) echo .carry/ops/package ;;
+    test_kcp_train) echo .carry/kcp/package ;;
+    *) echo .carry/package ;;
+  esac
+}
+# The packages travel as one xz archive (their kernels are much alike: a
+# fraction of the size); unpacked on the GPU machine on first use.
+unpack() {
+  [ -f .carry/packages.tar.xz ] && [ ! -d .carry/package ] || return 0
+  tar -C .carry -xJf .carry/packages.tar.xz 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .carry/packages.tar.xz .carry
+}
+[ "${1:-}" = prepare ] || unpack
 
 case "${1:-}" in
   prepare)
@@ -25,16 +40,20 @@ case "${1:-}" in
     cmake --build build -j2 >/dev/null
     rm -rf .carry && mkdir -p .carry/bin
     export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
-    # (+ the context-parallel KDA forward of test_kcp; kda_train's cp = summary has no GPU test yet)
+    # (+ the context-parallel KDA forward of test_kcp); kda_train's context-parallel
+    # variants (cp = summary) in their own package, for test_kcp_train and bench_kcp
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) \
       tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a --option kda_train.cp=none \
       -o .carry/package
+    build/bin/cakec specs/kda/kda_train.cake --arch=sm_90a --option kda_train.cp=summary -o .carry/kcp/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
+    tar -C .carry -cf - package kcp ops parts | xz -9 -T2 >.carry/packages.tar.xz
+    rm -rf .carry/package .carry/kcp .carry/ops .carry/parts
     du -sh .carry
     ;;
   run)
@@ -163,6 +182,15 @@ case "${1:-}" in
     python3 benchmarks/bench_gdn.py --fla .anchor/fla --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
+  unpack) ;; # (done above)
+  bench-kcp)
+    # context-parallel KDA training, R in-process ranks, against the single rank
+    # (benchmarks/bench_kcp.c; arguments: --R, --T, --H, --docs, --save, --reps)
+    shift
+    mkdir -p "$out"
+    .carry/bin/bench_kcp .carry/kcp/package .carry/package "$@" | tee "$out/bench_kcp.md"
+    exit "${PIPESTATUS[0]}"
+    ;;
   torch)
     # cake.kda through PyTorch autograd: against float64, against fla's chunk_kda when .anchor/fla
     # is there, bitwise repeats, and a small training loop run twice (tests/gpu/test_torch_kda.py)
@@ -183,5 +211,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac

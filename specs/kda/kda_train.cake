@@ -552,11 +552,20 @@ if cp == summary {
   exchange gather_m = all_gather(sm) -> gsm
   exchange gather_x = all_gather(sx) -> gsx
 
-  // the incoming state: the maps of the fragments before it, in document order
+  // the incoming state: the maps of the fragments before it, in document
+  // order. The state is carried through every fragment's map, so each
+  // product keeps about f32 precision: M and S split into bf16 high and low
+  // parts (lo = x - hi), three tensor-core products (the lo * lo term is
+  // below f32's rounding).
   kernel fold over (n in docs, h in HV, j in V / BV) {
     S = where(continues(n), 0.0, load h0[n, h, :, j] or 0)
     for r, f in before(n) carry S {
-      S = (load gsm[r, f, h, :, :] as bf16) @ (S as bf16) + load gsx[r, f, h, :, j]
+      M = load gsm[r, f, h, :, :]
+      Mh = M as bf16
+      Sh = S as bf16
+      Ml = (M - (Mh as f32)) as bf16
+      Sl = (S - (Sh as f32)) as bf16
+      S = Mh @ Sh + (Mh @ Sl + Ml @ Sh) + load gsx[r, f, h, :, j]
     }
     store hin[n, h, :, j] = S
   }
@@ -575,10 +584,16 @@ if cp == summary {
   exchange gather_y = all_gather(sy) -> gsy
 
   // the gradient of the outgoing state: the fragments after it, last first
+  // (the transposed maps, split like fold's)
   kernel dfold over (n in docs, h in HV, j in V / BV) {
     D = where(continued(n), 0.0, load dht[n, h, :, j] or 0)
     for r, f in reverse after(n) carry D {
-      D = (load gsm[r, f, h, :, :] as bf16).T @ (D as bf16) + load gsy[r, f, h, :, j]
+      M = load gsm[r, f, h, :, :]
+      Mh = M as bf16
+      Dh = D as bf16
+      Ml = (M - (Mh as f32)) as bf16
+      Dl = (D - (Dh as f32)) as bf16
+      D = Mh.T @ Dh + (Mh.T @ Dl + Ml.T @ Dh) + load gsy[r, f, h, :, j]
     }
     store dhin[n, h, :, j] = D
   }

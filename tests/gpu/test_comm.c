@@ -215,21 +215,37 @@ static int run_nccl(int skip) {
   ncclComm_t raw = NULL;
   ncclUniqueId uid;
   RT(cake_comm_unique_id((uint8_t *)&uid));
-  int wrapped = init && destroy && init(&raw, 1, uid, 0) == ncclSuccess;
+  int wrapped = 1;
+  char why[256] = "";
+  ncclResult_t irc = ncclSuccess;
+  if (!init || !destroy)
+    wrapped = 0, snprintf(why, sizeof why, "ncclCommInitRank/ncclCommDestroy not found");
+  else if ((irc = init(&raw, 1, uid, 0)) != ncclSuccess)
+    wrapped = 0, snprintf(why, sizeof why, "ncclCommInitRank returned %d", (int)irc);
   for (int pass = 0; wrapped && pass < 2; pass++) { /* twice: the first destroy must leave `raw` usable */
     cake_comm *w;
-    RT(cake_comm_from_nccl(raw, &w));
-    wrapped &= cake_comm_rank(w) == 0 && cake_comm_size(w) == 1 && !cake_comm_is_local(w);
+    cake_status ws = cake_comm_from_nccl(raw, &w);
+    if (ws != CAKE_OK) {
+      snprintf(why, sizeof why, "pass %d: cake_comm_from_nccl: %s: %s", pass, cake_status_name(ws), cake_last_error());
+      wrapped = 0;
+      break;
+    }
+    if (cake_comm_rank(w) != 0 || cake_comm_size(w) != 1 || cake_comm_is_local(w))
+      wrapped = 0, snprintf(why, sizeof why, "pass %d: rank %d size %d local %d", pass, cake_comm_rank(w),
+                            cake_comm_size(w), cake_comm_is_local(w));
     CK(cuMemsetD8(b, POISON, bytes));
-    RT(rt_comm_all_gather(w, a, b, bytes, st));
+    ws = rt_comm_all_gather(w, a, b, bytes, st);
+    if (ws != CAKE_OK && wrapped)
+      wrapped = 0, snprintf(why, sizeof why, "pass %d: rt_comm_all_gather: %s: %s", pass, cake_status_name(ws),
+                            cake_last_error());
     CK(cuStreamSynchronize(st));
     CK(cuMemcpyDtoH(g, b, bytes));
-    wrapped &= memcmp(g, h, bytes) == 0;
+    if (memcmp(g, h, bytes) != 0 && wrapped) wrapped = 0, snprintf(why, sizeof why, "pass %d: gathered bytes differ", pass);
     cake_comm_destroy(w);
   }
   if (raw) destroy(raw);
-  printf("nccl R=1: cake_comm_from_nccl (all-gather twice, the caller's communicator kept) %s\n",
-         wrapped ? "PASS" : "FAIL");
+  printf("nccl R=1: cake_comm_from_nccl (all-gather twice, the caller's communicator kept) %s%s%s\n",
+         wrapped ? "PASS" : "FAIL", why[0] ? ": " : "", why);
   ok &= wrapped;
   gpu_free(a), gpu_free(b);
   free(h), free(g);

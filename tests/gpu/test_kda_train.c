@@ -18,9 +18,9 @@
 
 #include "gpu_util.h"
 #include "kda_train.h"
-#include "ref_kda.h"
+#include "kda_case.h"
 
-enum { K = 128, V = 128, NOUT = 10 };
+enum { K = KDA_K, V = KDA_V, NOUT = KDA_NOUT };
 
 typedef struct Shape {
   const char *name;
@@ -53,68 +53,14 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
 
 /* digest: FNV-1a of every output's bytes (to compare save modes) */
 static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, uint64_t *digest) {
-  int64_t T = sh->T, H = sh->H, HV = sh->HV ? sh->HV : sh->H, N = sh->ndocs ? sh->ndocs : 1;
-  const int32_t *cu = sh->ndocs ? sh->cu : NULL;
-  int external = !strcmp(sh->gate, "external");
-  KdaOptions ko = {!strcmp(sh->gate, "safe") ? KDA_GATE_SAFE : external ? KDA_GATE_EXTERNAL : KDA_GATE_SOFTPLUS,
-                   sh->qk_norm, sh->beta_logits, 1.0 / sqrt(K), -5.0};
-  /* q, k, dq, dk: [T, H, K]; v, do, o, dv, g, dg: [T, HV, 128]; beta: [T, HV]; states: [N, HV, K, V] */
-  size_t nq = (size_t)(T * H * K), nv = (size_t)(T * HV * V), nb = (size_t)(T * HV), ns = (size_t)(N * HV * K * V);
-  uint16_t *hq = malloc(nq * 2), *hk = malloc(nq * 2), *hv = malloc(nv * 2), *hg16 = malloc(nv * 2);
-  uint16_t *hb = malloc(nb * 2), *hdo = malloc(nv * 2);
-  float *hg32 = malloc(nv * 4), *hA = malloc((size_t)HV * 4), *hdt = malloc((size_t)(HV * K) * 4);
-  float *hh0 = malloc(ns * 4), *hdht = malloc(ns * 4);
-  double *q = malloc(nq * 8), *k = malloc(nq * 8), *v = malloc(nv * 8), *g = malloc(nv * 8), *beta = malloc(nb * 8);
-  double *A_log = malloc((size_t)HV * 8), *dt_bias = malloc((size_t)(HV * K) * 8), *h0 = malloc(ns * 8);
-  double *dO = malloc(nv * 8), *dht = malloc(ns * 8);
-  for (size_t i = 0; i < nv; i++) { /* (for HV = H: the draws of the shapes before GVA) */
-    float a = (float)rng_normal(rng), b = (float)rng_normal(rng);
-    if (i < nq) hq[i] = f32_to_bf16(a), hk[i] = f32_to_bf16(b);
-    hv[i] = f32_to_bf16((float)rng_normal(rng)), hdo[i] = f32_to_bf16((float)rng_normal(rng));
-    float graw = (float)rng_normal(rng);
-    if (external) hg32[i] = (float)(-log1p(exp(-(double)graw)) / 4), g[i] = hg32[i];
-    else hg16[i] = f32_to_bf16(graw), g[i] = bf16_to_f32(hg16[i]);
-  }
-  if (!sh->qk_norm)
-    for (size_t t = 0; t < nq / K; t++) {
-      double sq = 0, sk = 0;
-      for (int c = 0; c < K; c++) {
-        double a = bf16_to_f32(hq[t * K + c]), b = bf16_to_f32(hk[t * K + c]);
-        sq += a * a, sk += b * b;
-      }
-      for (int c = 0; c < K; c++) {
-        hq[t * K + c] = f32_to_bf16((float)(bf16_to_f32(hq[t * K + c]) / sqrt(sq)));
-        hk[t * K + c] = f32_to_bf16((float)(bf16_to_f32(hk[t * K + c]) / sqrt(sk)));
-      }
-    }
-  for (size_t i = 0; i < nq; i++) q[i] = bf16_to_f32(hq[i]), k[i] = bf16_to_f32(hk[i]);
-  for (size_t i = 0; i < nv; i++) v[i] = bf16_to_f32(hv[i]), dO[i] = bf16_to_f32(hdo[i]);
-  for (size_t i = 0; i < nb; i++) {
-    hb[i] = f32_to_bf16((float)(sh->beta_logits ? rng_normal(rng) : rng_uniform(rng)));
-    beta[i] = bf16_to_f32(hb[i]);
-  }
-  for (int64_t h = 0; h < HV; h++)
-    A_log[h] = hA[h] = ko.gate == KDA_GATE_SOFTPLUS ? (float)log(1 + 15 * rng_uniform(rng)) : 0.0f;
-  for (int64_t i = 0; i < HV * K; i++) {
-    double dt = exp(log(0.001) + rng_uniform(rng) * (log(0.1) - log(0.001)));
-    dt_bias[i] = hdt[i] = (float)(dt + log(-expm1(-dt)));
-  }
-  for (size_t i = 0; i < ns; i++) {
-    h0[i] = hh0[i] = (float)(0.5 * rng_normal(rng));
-    dht[i] = hdht[i] = (float)(0.1 * rng_normal(rng));
-  }
-
-  /* the reference */
-  static const char *const names[NOUT] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
-  static const double tol[NOUT] = {0.005, 0.005, 0.008, 0.008, 0.008, 0.02, 0.02, 0.02, 0.02, 0.008};
-  size_t n[NOUT] = {nv, ns, nq, nq, nv, nv, nb, (size_t)HV, (size_t)(HV * K), ns};
-  int bf16_out[NOUT] = {1, 0, 1, 1, 1, 0, 0, 0, 0, 0};
-  double *ref[NOUT];
-  for (int o = 0; o < NOUT; o++) ref[o] = calloc(n[o], 8);
-  const double *rh0 = sh->with_h0 ? h0 : NULL;
-  ref_kda_fwd_gva(&ko, T, H, HV, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, ref[0], ref[1]);
-  KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
-  ref_kda_bwd(&ko, T, H, HV, K, V, cu, N, q, k, v, g, beta, A_log, dt_bias, rh0, dO, sh->with_dht ? dht : NULL, &gr);
+  KdaCase c;
+  kda_case_make(&c, sh->gate, sh->qk_norm, sh->beta_logits, sh->T, sh->H, sh->HV, sh->ndocs, sh->ndocs ? sh->cu : NULL,
+                sh->with_h0, sh->with_dht, rng);
+  kda_case_reference(&c);
+  int64_t T = c.T, H = c.H, HV = c.HV, N = c.N;
+  const int32_t *cu = c.cu;
+  int external = c.external;
+  const size_t *n = c.n;
 
   /* the GPU: every option given (kda_train has no prefer clauses), params at their defaults */
   kda_train_options opt = {
@@ -132,12 +78,12 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   RT(cake_plan_workspace_bytes(plan, &ws));
   RT(cake_plan_saved_bytes(plan, &sv));
   CUdeviceptr work = gpu_alloc(ws ? ws : 256), saved = gpu_alloc(sv ? sv : 256);
-  CUdeviceptr dq = upload(hq, nq * 2), dk = upload(hk, nq * 2), dv = upload(hv, nv * 2), ddo = upload(hdo, nv * 2);
-  CUdeviceptr dg = external ? upload(hg32, nv * 4) : upload(hg16, nv * 2), db = upload(hb, nb * 2);
-  CUdeviceptr dA = upload(hA, (size_t)HV * 4), ddt = upload(hdt, (size_t)(HV * K) * 4);
-  CUdeviceptr dh0 = upload(hh0, ns * 4), ddht = upload(hdht, ns * 4);
+  CUdeviceptr dq = upload(c.q, c.nq * 2), dk = upload(c.k, c.nq * 2), dv = upload(c.v, c.nv * 2), ddo = upload(c.dO, c.nv * 2);
+  CUdeviceptr dg = external ? upload(c.g32, c.nv * 4) : upload(c.g16, c.nv * 2), db = upload(c.beta, c.nb * 2);
+  CUdeviceptr dA = upload(c.A_log, (size_t)HV * 4), ddt = upload(c.dt_bias, (size_t)(HV * K) * 4);
+  CUdeviceptr dh0 = upload(c.h0, c.ns * 4), ddht = upload(c.dht, c.ns * 4);
   CUdeviceptr out[NOUT];
-  for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (bf16_out[o] ? 2 : 4));
+  for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (kda_out_bf16[o] ? 2 : 4));
   /* one struct for both entries (each binds what it is given: fwd's inputs and
    * outputs, bwd's do, dht and gradients); the external gate's variant has no
    * A_log, dt_bias or their gradients: left unbound (data 0) */
@@ -165,41 +111,38 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   };
   void *host[2][NOUT];
   for (int run = 0; run < 2; run++) {
-    for (int o = 0; o < NOUT; o++) gpu_poison(out[o], n[o] * (bf16_out[o] ? 2 : 4));
+    for (int o = 0; o < NOUT; o++) gpu_poison(out[o], n[o] * (kda_out_bf16[o] ? 2 : 4));
     RT(kda_train_launch_fwd(plan, &t, work, ws, saved, sv, NULL));
     RT(kda_train_launch_bwd(plan, &t, work, ws, saved, sv, NULL));
     CK(cuCtxSynchronize());
     for (int o = 0; o < NOUT; o++) {
       host[run][o] = malloc(n[o] * 4);
-      CK(cuMemcpyDtoH(host[run][o], out[o], n[o] * (bf16_out[o] ? 2 : 4)));
+      CK(cuMemcpyDtoH(host[run][o], out[o], n[o] * (kda_out_bf16[o] ? 2 : 4)));
     }
   }
   uint64_t dg64 = 0xcbf29ce484222325ull;
-  for (int o = 0; o < NOUT; o++) dg64 = fnv1a(dg64, host[0][o], n[o] * (bf16_out[o] ? 2 : 4));
+  for (int o = 0; o < NOUT; o++) dg64 = fnv1a(dg64, host[0][o], n[o] * (kda_out_bf16[o] ? 2 : 4));
   *digest = dg64;
   int ok = 1;
   printf("%-40s %-6s T=%-5lld H=%-2lld HV=%-2lld docs=%-3lld saved %zu B/token/head:", sh->name, sh->save, (long long)T,
          (long long)H, (long long)HV, (long long)N, sv / (size_t)(T * HV));
   for (int o = 0; o < NOUT; o++) {
     if (external && (o == 7 || o == 8)) continue;
-    double *got = malloc(n[o] * 8);
-    for (size_t i = 0; i < n[o]; i++)
-      got[i] = bf16_out[o] ? bf16_to_f32(((uint16_t *)host[0][o])[i]) : ((float *)host[0][o])[i];
-    ErrStats e = err_stats(got, ref[o], (long long)n[o]);
-    int bitwise = memcmp(host[0][o], host[1][o], n[o] * (bf16_out[o] ? 2 : 4)) == 0;
-    int good = e.nonfinite == 0 && e.err_ratio < tol[o] && bitwise;
-    printf(" %s %.1e%s%s", names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
+    double *got = kda_case_widen(&c, o, host[0][o]);
+    ErrStats e = err_stats(got, c.ref[o], (long long)n[o]);
+    int bitwise = memcmp(host[0][o], host[1][o], n[o] * (kda_out_bf16[o] ? 2 : 4)) == 0;
+    int good = e.nonfinite == 0 && e.err_ratio < kda_out_tol[o] && bitwise;
+    printf(" %s %.1e%s%s", kda_out_names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
     ok &= good;
     free(got);
   }
   printf("  %s\n", ok ? "PASS" : "FAIL");
   fflush(stdout);
-  for (int o = 0; o < NOUT; o++) gpu_free(out[o]), free(host[0][o]), free(host[1][o]), free(ref[o]);
+  for (int o = 0; o < NOUT; o++) gpu_free(out[o]), free(host[0][o]), free(host[1][o]);
   gpu_free(work), gpu_free(saved), gpu_free(dq), gpu_free(dk), gpu_free(dv), gpu_free(ddo), gpu_free(dg);
   gpu_free(db), gpu_free(dA), gpu_free(ddt), gpu_free(dh0), gpu_free(ddht);
   cake_plan_free(plan);
-  free(hq), free(hk), free(hv), free(hg16), free(hb), free(hdo), free(hg32), free(hA), free(hdt), free(hh0), free(hdht);
-  free(q), free(k), free(v), free(g), free(beta), free(A_log), free(dt_bias), free(h0), free(dO), free(dht);
+  kda_case_free(&c);
   return ok;
 }
 

@@ -127,8 +127,8 @@ static void too_many_kernel_arguments(void **st) {
   cake_result *r;
   assert_int_equal(cake_compile(&src, 1, &opt, &r), 1);
   assert_non_null(strstr(cake_result_diagnostics(r),
-                         "wide.cake:70:8: error: kernel 'k' takes 68 arguments (the tensors it touches, its tables, "
-                         "every dim, the params it reads); at most 64 are supported: split it"));
+                         "wide.cake:70:8: error: kernel 'k' takes 67 arguments (the tensors it touches, its tables, "
+                         "the dims and params it reads); at most 64 are supported: split it"));
   cake_result_free(r);
 }
 

@@ -633,8 +633,40 @@ static void launches_are_refused(void **st) {
   assert_int_equal(g_count.live, 0);
 }
 
+/* Stage timing without a device: the switch, and the refusals of a query
+ * before any timed launch (nothing recorded, nothing leaked). */
+static void stage_timing_refusals(void **st) {
+  (void)st;
+  cake_package *pkg;
+  assert_int_equal(load_q(KCP, &pkg), CAKE_OK);
+  const cake_program *prog;
+  assert_int_equal(cake_package_program(pkg, "cum", &prog), CAKE_OK);
+  cake_plan *plan;
+  assert_int_equal(cake_plan_create(prog, &plan), CAKE_OK);
+  assert_int_equal(cake_plan_set_timing(NULL, 1), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_timing(plan, 1), CAKE_OK);
+  const char *names[4];
+  float ms[4];
+  int n = -1;
+  assert_int_equal(cake_plan_stage_times(plan, "fwd", names, ms, 4, &n), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(),
+                      "cake_plan_stage_times: entry 'fwd' has not been launched with timing on (cake_plan_set_timing)");
+  assert_int_equal(n, -1);
+  assert_int_equal(cake_plan_stage_times(plan, "nope", names, ms, 4, &n), CAKE_ERR_ARGUMENT);
+  assert_string_equal(cake_last_error(), "cake_plan_stage_times: program 'cum' has no entry 'nope'");
+  assert_int_equal(cake_plan_stage_times(plan, "fwd", names, ms, 4, NULL), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_stage_times(plan, "fwd", NULL, NULL, 4, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_stage_times(plan, "fwd", names, ms, -1, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_stage_times(NULL, "fwd", names, ms, 4, &n), CAKE_ERR_ARGUMENT);
+  assert_int_equal(cake_plan_set_timing(plan, 0), CAKE_OK);
+  cake_plan_free(plan);
+  cake_package_free(pkg);
+  assert_int_equal(g_count.live, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(stage_timing_refusals),
       cmocka_unit_test(kcp_package_loads),          cmocka_unit_test(kcp_manifests_are_validated),
       cmocka_unit_test(partitions_set_dims_and_tables), cmocka_unit_test(partition_refusals),
       cmocka_unit_test(partition_out_of_memory),    cmocka_unit_test(launches_are_refused),
