@@ -174,6 +174,10 @@ typedef struct Compilation {
   FatbinJob *fatbins; /* made after every program's kernels, in parallel */
   cJSON **fatbin_stage; /* the stage object each one belongs to */
   int nfatbins, cap_fatbins;
+  /* stages whose fatbin another stage's job makes (the same kernels: variants share them) */
+  int *dup_job;
+  cJSON **dup_stage;
+  int ndups, cap_dups;
 } Compilation;
 
 static int parse_emit(const char *s, EmitKind *out) {
@@ -307,7 +311,16 @@ static int write_file(Compilation *c, const char *path, const void *data, size_t
   return 0;
 }
 
+/* A file is written once: its name holds the digest of its content's source
+ * (variants that share a kernel share its files). */
+static int written(const Compilation *c, const char *name) {
+  const cJSON *e;
+  cJSON_ArrayForEach(e, c->files) if (!strcmp(cJSON_GetObjectItem(e, "path")->valuestring, name)) return 1;
+  return 0;
+}
+
 static int write_out(Compilation *c, const char *name, const void *data, size_t n) {
+  if (written(c, name)) return 0;
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", c->opt->output, name);
   if (write_file(c, path, data, n)) return -1;
@@ -382,17 +395,18 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
   return g;
 }
 
-/* The text a kernel's digest covers. Without the variant's name it is the
- * text that determines the generated code (the key of a codegen unit): the
- * kernel's arguments in order (the tensors it touches with their shapes in
- * dim names, its tables, the dims and params it reads) and its body, so
- * that variants whose programs differ elsewhere (other dims, tensors or
- * kernels) share the unit. With the variant, the whole program's interface. */
-static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target, int with_variant) {
-  buf_printf(o, "%s\ntarget %s\noptions %s\n", cake_version(), target, CAKE_CODEGEN_OPTIONS);
+/* The text a kernel's digest covers: what determines the generated code (the
+ * key of a codegen unit). That is the kernel's arguments in order (the
+ * tensors it touches with their shapes in dim names, its tables, the dims
+ * and params it reads) and its body, so variants whose programs differ
+ * elsewhere (other dims, tensors or kernels) share the unit, its name and
+ * its files. (A kernel with too many arguments, an error, is keyed by the
+ * whole program's interface.) */
+static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target) {
+  buf_printf(o, "%s\ntarget %s\noptions %s\nprogram %s chunk %d\n", cake_version(), target, CAKE_CODEGEN_OPTIONS,
+             p->name, p->chunk);
   KernelAbi abi;
-  if (!with_variant && cir_kernel_abi(p, k, &abi) == 0) {
-    buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
+  if (cir_kernel_abi(p, k, &abi) == 0) {
     for (int i = 0; i < abi.nargs; i++) {
       const KernelArg *a = &abi.args[i];
       buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));
@@ -407,19 +421,16 @@ static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const c
       buf_puts(o, "\n");
     }
     for (int i = 0; i < 3; i++) buf_printf(o, "grid %d\n", abi.grid_axis_of_dim[i]);
-    cir_dump_kernel(o, p, k);
-    return;
+  } else {
+    for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
+    for (int i = 0; i < p->ntensors; i++) {
+      const CirTensor *t = p->tensors[i];
+      buf_printf(o, "tensor %s %s %s %d", t->name, role_name(t->role), dtype_name(t->dtype), t->optional);
+      for (int j = 0; j < t->rank; j++) buf_printf(o, " %d:%lld", t->shape[j].sym, t->shape[j].value);
+      buf_puts(o, "\n");
+    }
+    for (int i = 0; i < p->nparams; i++) buf_printf(o, "param %s %s\n", p->params[i]->name, dtype_name(p->params[i]->dtype));
   }
-  if (with_variant) buf_printf(o, "program %s variant %s chunk %d\n", p->name, p->variant, p->chunk);
-  else buf_printf(o, "program %s chunk %d\n", p->name, p->chunk);
-  for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
-  for (int i = 0; i < p->ntensors; i++) {
-    const CirTensor *t = p->tensors[i];
-    buf_printf(o, "tensor %s %s %s %d", t->name, role_name(t->role), dtype_name(t->dtype), t->optional);
-    for (int j = 0; j < t->rank; j++) buf_printf(o, " %d:%lld", t->shape[j].sym, t->shape[j].value);
-    buf_puts(o, "\n");
-  }
-  for (int i = 0; i < p->nparams; i++) buf_printf(o, "param %s %s\n", p->params[i]->name, dtype_name(p->params[i]->dtype));
   cir_dump_kernel(o, p, k);
 }
 
@@ -572,7 +583,7 @@ static void plan_program(Compilation *c, const CirProgram *p, ProgramPlan *pl) {
       snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
       Buf t;
       buf_init(&t);
-      digest_text(&t, p, k, c->archs[ti], 0);
+      digest_text(&t, p, k, c->archs[ti]);
       *u = codegen_add(&c->cg, t.data, p, k, &pl->abis[ki], c->archs[ti], arena_strdup(&c->arena, symbol));
       buf_free(&t);
     }
@@ -586,6 +597,19 @@ static void merge_diag(Diag *d, const char *text, int errors) {
 }
 
 static void add_fatbin_job(Compilation *c, KernelBinary *bins, int nb, cJSON *sj) {
+  for (int i = 0; i < c->nfatbins; i++) /* the same kernels (named by digest): one job for both stages */
+    if (c->fatbins[i].n == nb && !strcmp(c->fatbins[i].bins[0].symbol, bins[0].symbol)) {
+      for (int b = 0; b < nb; b++) kernel_binary_free(&bins[b]);
+      if (c->ndups == c->cap_dups) {
+        c->cap_dups = c->cap_dups ? 2 * c->cap_dups : 32;
+        c->dup_job = realloc(c->dup_job, sizeof *c->dup_job * (size_t)c->cap_dups);
+        c->dup_stage = realloc(c->dup_stage, sizeof *c->dup_stage * (size_t)c->cap_dups);
+        if (!c->dup_job || !c->dup_stage) cake_die("out of memory");
+      }
+      c->dup_job[c->ndups] = i;
+      c->dup_stage[c->ndups++] = sj;
+      return;
+    }
   if (c->nfatbins == c->cap_fatbins) {
     c->cap_fatbins = c->cap_fatbins ? 2 * c->cap_fatbins : 32;
     c->fatbins = realloc(c->fatbins, sizeof *c->fatbins * (size_t)c->cap_fatbins);
@@ -609,9 +633,11 @@ static int write_fatbins(Compilation *c) {
       continue;
     }
     char fname[600];
-    snprintf(fname, sizeof fname, "%s.fatbin", j->bins[0].symbol); /* unique per variant */
+    snprintf(fname, sizeof fname, "%s.fatbin", j->bins[0].symbol);
     if (write_out(c, fname, j->data, j->len)) rc = 2;
     if (c->fatbin_stage[i]) cJSON_AddStringToObject(c->fatbin_stage[i], "fatbin", fname);
+    for (int d = 0; d < c->ndups; d++)
+      if (c->dup_job[d] == i && c->dup_stage[d]) cJSON_AddStringToObject(c->dup_stage[d], "fatbin", fname);
   }
   return rc;
 }
@@ -626,16 +652,19 @@ static void free_fatbin_jobs(Compilation *c) {
   }
   free(c->fatbins);
   free(c->fatbin_stage);
+  free(c->dup_job);
+  free(c->dup_stage);
 }
 
-/* Name one copy of a unit's result for this program: the digest covers the
- * variant, so kernels shared by variants still get names of their own.
+/* Name one copy of a unit's result for this program: the digest covers what
+ * determines the code (the unit's key) and the generated PTX, so variants
+ * that share a kernel share its name and its files.
  * `generated`: the PTX as generated (before any change for ptxas). */
 static void name_kernel(KernelBinary *kb, const char *generated, const CirProgram *p, const CirKernel *k,
                         const char *target) {
   Buf dt;
   buf_init(&dt);
-  digest_text(&dt, p, k, target, 1);
+  digest_text(&dt, p, k, target);
   buf_puts(&dt, generated);
   char hex[65];
   sha256_hex(dt.data, dt.len, hex);

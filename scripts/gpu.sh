@@ -21,7 +21,6 @@ out="${CAKE_OUT:-/tmp/cake-out}"
 package_of() {
   case "$1" in
     test_ops) echo .carry/ops/package ;;
-    test_kcp_train) echo .carry/kcp/package ;;
     *) echo .carry/package ;;
   esac
 }
@@ -40,20 +39,17 @@ case "${1:-}" in
     cmake --build build -j2 >/dev/null
     rm -rf .carry && mkdir -p .carry/bin
     export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
-    # (+ the context-parallel KDA forward of test_kcp); kda_train's context-parallel
-    # variants (cp = summary) in their own package, for test_kcp_train and bench_kcp
+    # (+ the context-parallel KDA forward of test_kcp)
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) \
-      tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a --option kda_train.cp=none \
-      -o .carry/package
-    build/bin/cakec specs/kda/kda_train.cake --arch=sm_90a --option kda_train.cp=summary -o .carry/kcp/package
+      tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a -o .carry/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
-    tar -C .carry -cf - package kcp ops parts | xz -9 -T2 >.carry/packages.tar.xz
-    rm -rf .carry/package .carry/kcp .carry/ops .carry/parts
+    tar -C .carry -cf - package ops parts | xz -9 -T2 >.carry/packages.tar.xz
+    rm -rf .carry/package .carry/ops .carry/parts
     du -sh .carry
     ;;
   run)
@@ -188,7 +184,7 @@ case "${1:-}" in
     # (benchmarks/bench_kcp.c; arguments: --R, --T, --H, --docs, --save, --reps)
     shift
     mkdir -p "$out"
-    .carry/bin/bench_kcp .carry/kcp/package .carry/package "$@" | tee "$out/bench_kcp.md"
+    .carry/bin/bench_kcp .carry/package .carry/package "$@" | tee "$out/bench_kcp.md"
     exit "${PIPESTATUS[0]}"
     ;;
   torch)
