@@ -42,7 +42,7 @@ case "${1:-}" in
     # (+ the context-parallel KDA forward of test_kcp)
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) \
       tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a -o .carry/package
-    cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first .carry/bin/
+    cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first build/examples/kcp_train_step .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
