@@ -57,17 +57,6 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
-static CUdeviceptr upload(const void *h, size_t bytes) {
-  CUdeviceptr d = gpu_alloc(bytes ? bytes : 4);
-  if (bytes) CK(cuMemcpyHtoD(d, h, bytes));
-  return d;
-}
-
 /* The single rank: fwd and bwd stage medians into tf/tb. */
 static void single(const cake_program *prog, const KdaCase *c, int warmup, int reps, Times *tf, Times *tb) {
   enum { K = KDA_K, V = KDA_V };
@@ -84,21 +73,21 @@ static void single(const cake_program *prog, const KdaCase *c, int warmup, int r
   RT(cake_plan_workspace_bytes(plan, &ws));
   RT(cake_plan_saved_bytes(plan, &sv));
   CUdeviceptr work = gpu_alloc(ws ? ws : 256), saved = gpu_alloc(sv ? sv : 256);
-  CUdeviceptr in[7] = {upload(c->q, c->nq * 2), upload(c->k, c->nq * 2), upload(c->v, c->nv * 2),
-                       upload(c->g16, c->nv * 2), upload(c->beta, c->nb * 2), upload(c->dO, c->nv * 2),
-                       upload(c->A_log, (size_t)HV * 4)};
-  CUdeviceptr ddt = upload(c->dt_bias, (size_t)(HV * K) * 4), out[KDA_NOUT];
+  CUdeviceptr in[7] = {gpu_upload(c->q, c->nq * 2), gpu_upload(c->k, c->nq * 2), gpu_upload(c->v, c->nv * 2),
+                       gpu_upload(c->g16, c->nv * 2), gpu_upload(c->beta, c->nb * 2), gpu_upload(c->dO, c->nv * 2),
+                       gpu_upload(c->A_log, (size_t)HV * 4)};
+  CUdeviceptr ddt = gpu_upload(c->dt_bias, (size_t)(HV * K) * 4), out[KDA_NOUT];
   for (int o = 0; o < KDA_NOUT; o++) out[o] = gpu_alloc(c->n[o] * 4 + 4);
   cake_binding b[] = {
-      {"q", tensor(in[0], CAKE_BF16, 3, T, H, K, 0)},       {"k", tensor(in[1], CAKE_BF16, 3, T, H, K, 0)},
-      {"v", tensor(in[2], CAKE_BF16, 3, T, HV, V, 0)},      {"g", tensor(in[3], CAKE_BF16, 3, T, HV, K, 0)},
-      {"beta", tensor(in[4], CAKE_BF16, 2, T, HV, 0, 0)},   {"do", tensor(in[5], CAKE_BF16, 3, T, HV, V, 0)},
-      {"A_log", tensor(in[6], CAKE_F32, 1, HV, 0, 0, 0)},   {"dt_bias", tensor(ddt, CAKE_F32, 2, HV, K, 0, 0)},
-      {"o", tensor(out[0], CAKE_BF16, 3, T, HV, V, 0)},     {"ht", tensor(out[1], CAKE_F32, 4, N, HV, K, V)},
-      {"dq", tensor(out[2], CAKE_BF16, 3, T, H, K, 0)},     {"dk", tensor(out[3], CAKE_BF16, 3, T, H, K, 0)},
-      {"dv", tensor(out[4], CAKE_BF16, 3, T, HV, V, 0)},    {"dg", tensor(out[5], CAKE_F32, 3, T, HV, K, 0)},
-      {"dbeta", tensor(out[6], CAKE_F32, 2, T, HV, 0, 0)},  {"dA_log", tensor(out[7], CAKE_F32, 1, HV, 0, 0, 0)},
-      {"ddt_bias", tensor(out[8], CAKE_F32, 2, HV, K, 0, 0)}, {"dh0", tensor(out[9], CAKE_F32, 4, N, HV, K, V)},
+      {"q", gpu_tensor(in[0], CAKE_BF16, 3, T, H, K, 0)},       {"k", gpu_tensor(in[1], CAKE_BF16, 3, T, H, K, 0)},
+      {"v", gpu_tensor(in[2], CAKE_BF16, 3, T, HV, V, 0)},      {"g", gpu_tensor(in[3], CAKE_BF16, 3, T, HV, K, 0)},
+      {"beta", gpu_tensor(in[4], CAKE_BF16, 2, T, HV, 0, 0)},   {"do", gpu_tensor(in[5], CAKE_BF16, 3, T, HV, V, 0)},
+      {"A_log", gpu_tensor(in[6], CAKE_F32, 1, HV, 0, 0, 0)},   {"dt_bias", gpu_tensor(ddt, CAKE_F32, 2, HV, K, 0, 0)},
+      {"o", gpu_tensor(out[0], CAKE_BF16, 3, T, HV, V, 0)},     {"ht", gpu_tensor(out[1], CAKE_F32, 4, N, HV, K, V)},
+      {"dq", gpu_tensor(out[2], CAKE_BF16, 3, T, H, K, 0)},     {"dk", gpu_tensor(out[3], CAKE_BF16, 3, T, H, K, 0)},
+      {"dv", gpu_tensor(out[4], CAKE_BF16, 3, T, HV, V, 0)},    {"dg", gpu_tensor(out[5], CAKE_F32, 3, T, HV, K, 0)},
+      {"dbeta", gpu_tensor(out[6], CAKE_F32, 2, T, HV, 0, 0)},  {"dA_log", gpu_tensor(out[7], CAKE_F32, 1, HV, 0, 0, 0)},
+      {"ddt_bias", gpu_tensor(out[8], CAKE_F32, 2, HV, K, 0, 0)}, {"dh0", gpu_tensor(out[9], CAKE_F32, 4, N, HV, K, V)},
   };
   int nb = (int)(sizeof b / sizeof b[0]);
   for (int rep = -warmup; rep < reps; rep++) {

@@ -313,7 +313,8 @@ static void offdiag(LK *L, Blk *s) {
   MlirValue k0 = mlb_mul_c(b, kb, 16);
   MlirValue arow, acol;
   if (!s->t) { /* held [M][K]: lane l reads row m0 + l % 16 at k0 + (l / 16) * 8 */
-    arow = mlb_add(b, mlb_add_c(b, m0, -16), mlb_bin_c(b, "arith.remui", lane, 16));
+    MlirValue r16 = mlb_bin_c(b, "arith.remui", lane, 16);
+    arow = mlb_add(b, mlb_add_c(b, m0, -16), r16);
     acol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", lane, 16), 8));
   } else { /* held [K][M]: matrix q: rows k0 + (q / 2) * 8, cols m0 + (q % 2) * 8 */
     arow = mlb_add(b, mlb_add_c(b, k0, -16), i8);

@@ -51,6 +51,17 @@ void gpu_free(CUdeviceptr p) {
 
 void gpu_poison(CUdeviceptr p, size_t bytes) { CK(cuMemsetD8(p, 0xFF, bytes)); }
 
+CUdeviceptr gpu_upload(const void *host, size_t bytes) {
+  CUdeviceptr d = gpu_alloc(bytes ? bytes : 4);
+  if (bytes) CK(cuMemcpyHtoD(d, host, bytes));
+  return d;
+}
+
+cake_tensor gpu_tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
+  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
+  return t;
+}
+
 uint64_t rng_seed(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--seed")) return strtoull(argv[i + 1], NULL, 10);

@@ -19,6 +19,10 @@ void gpu_init(void); /* cuInit, device 0, primary context made current */
 CUdeviceptr gpu_alloc(size_t bytes);
 void gpu_free(CUdeviceptr p);
 void gpu_poison(CUdeviceptr p, size_t bytes); /* 0xFF bytes: NaN in every float format */
+/* A device copy of `bytes` host bytes (at least 4 allocated: 0 bytes is a valid empty tensor). */
+CUdeviceptr gpu_upload(const void *host, size_t bytes);
+/* A tensor of rank `rank` with extents a, b, c, d (the unused ones 0). */
+cake_tensor gpu_tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d);
 
 /* A random stream; the seed comes from the clock unless given (printed for reruns). */
 uint64_t rng_seed(int argc, char **argv);

@@ -6,24 +6,13 @@
 
 enum { K = KDA_K, V = KDA_V, NOUT = KDA_NOUT };
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
-static CUdeviceptr upload(const void *h, size_t bytes) {
-  CUdeviceptr d = gpu_alloc(bytes ? bytes : 4);
-  if (bytes) CK(cuMemcpyHtoD(d, h, bytes));
-  return d;
-}
-
 /* A rank's local token rows (`row` bytes each) of a global per-token array, fragment by fragment. */
 static CUdeviceptr split_tokens(const KcpRank *r, const void *global, size_t row) {
   char *x = malloc((size_t)r->Tl * row + 1);
   for (int64_t f = 0; f < r->nfr; f++)
     memcpy(x + (size_t)r->fr[f].local_start * row, (const char *)global + (size_t)r->fr[f].start * row,
            (size_t)(r->fr[f].end - r->fr[f].start) * row);
-  CUdeviceptr d = upload(x, (size_t)r->Tl * row);
+  CUdeviceptr d = gpu_upload(x, (size_t)r->Tl * row);
   free(x);
   return d;
 }
@@ -37,7 +26,7 @@ static CUdeviceptr split_states(const KcpRank *r, const float *global, size_t ro
   for (int64_t f = 0; f < r->nfr; f++)
     if (first ? !r->fr[f].continues : !r->fr[f].continued)
       memcpy(x + (size_t)f * row, (const char *)global + (size_t)r->fr[f].doc * row, row);
-  CUdeviceptr d = upload(x, (size_t)r->Nl * row);
+  CUdeviceptr d = gpu_upload(x, (size_t)r->Nl * row);
   free(x);
   return d;
 }
@@ -65,7 +54,7 @@ void kcp_group_init(KcpGroup *g, const cake_program *prog, const KdaCase *c, int
   size_t rowq = (size_t)(H * K) * 2, rowv = (size_t)(HV * V) * 2, rowb = (size_t)HV * 2;
   size_t rowg = (size_t)(HV * K) * (c->external ? 4 : 2), rows = (size_t)(HV * K * V) * 4;
   RT(cake_comm_init_local(R, g->comms));
-  g->dA = upload(c->A_log, (size_t)HV * 4), g->ddt = upload(c->dt_bias, (size_t)(HV * K) * 4);
+  g->dA = gpu_upload(c->A_log, (size_t)HV * 4), g->ddt = gpu_upload(c->dt_bias, (size_t)(HV * K) * 4);
   for (int r = 0; r < R; r++) {
     KcpRank *a = &g->rk[r];
     RT(cake_plan_create(prog, &a->plan));
@@ -95,27 +84,27 @@ void kcp_group_init(KcpGroup *g, const cake_program *prog, const KdaCase *c, int
     RT(cake_plan_saved_bytes(a->plan, &a->sv));
     a->work = gpu_alloc(a->ws ? a->ws : 256), a->saved = gpu_alloc(a->sv ? a->sv : 256);
     cake_binding b[] = {
-        {"q", tensor(a->in[0], CAKE_BF16, 3, Tl, H, K, 0)},
-        {"k", tensor(a->in[1], CAKE_BF16, 3, Tl, H, K, 0)},
-        {"v", tensor(a->in[2], CAKE_BF16, 3, Tl, HV, V, 0)},
-        {"g", tensor(a->in[3], c->external ? CAKE_F32 : CAKE_BF16, 3, Tl, HV, K, 0)},
-        {"beta", tensor(a->in[4], CAKE_BF16, 2, Tl, HV, 0, 0)},
-        {"do", tensor(a->in[5], CAKE_BF16, 3, Tl, HV, V, 0)},
-        {"o", tensor(a->out[0], CAKE_BF16, 3, Tl, HV, V, 0)},
-        {"ht", tensor(a->out[1], CAKE_F32, 4, Nl, HV, K, V)},
-        {"dq", tensor(a->out[2], CAKE_BF16, 3, Tl, H, K, 0)},
-        {"dk", tensor(a->out[3], CAKE_BF16, 3, Tl, H, K, 0)},
-        {"dv", tensor(a->out[4], CAKE_BF16, 3, Tl, HV, V, 0)},
-        {"dg", tensor(a->out[5], CAKE_F32, 3, Tl, HV, K, 0)},
-        {"dbeta", tensor(a->out[6], CAKE_F32, 2, Tl, HV, 0, 0)},
-        {"dh0", tensor(a->out[9], CAKE_F32, 4, Nl, HV, K, V)},
+        {"q", gpu_tensor(a->in[0], CAKE_BF16, 3, Tl, H, K, 0)},
+        {"k", gpu_tensor(a->in[1], CAKE_BF16, 3, Tl, H, K, 0)},
+        {"v", gpu_tensor(a->in[2], CAKE_BF16, 3, Tl, HV, V, 0)},
+        {"g", gpu_tensor(a->in[3], c->external ? CAKE_F32 : CAKE_BF16, 3, Tl, HV, K, 0)},
+        {"beta", gpu_tensor(a->in[4], CAKE_BF16, 2, Tl, HV, 0, 0)},
+        {"do", gpu_tensor(a->in[5], CAKE_BF16, 3, Tl, HV, V, 0)},
+        {"o", gpu_tensor(a->out[0], CAKE_BF16, 3, Tl, HV, V, 0)},
+        {"ht", gpu_tensor(a->out[1], CAKE_F32, 4, Nl, HV, K, V)},
+        {"dq", gpu_tensor(a->out[2], CAKE_BF16, 3, Tl, H, K, 0)},
+        {"dk", gpu_tensor(a->out[3], CAKE_BF16, 3, Tl, H, K, 0)},
+        {"dv", gpu_tensor(a->out[4], CAKE_BF16, 3, Tl, HV, V, 0)},
+        {"dg", gpu_tensor(a->out[5], CAKE_F32, 3, Tl, HV, K, 0)},
+        {"dbeta", gpu_tensor(a->out[6], CAKE_F32, 2, Tl, HV, 0, 0)},
+        {"dh0", gpu_tensor(a->out[9], CAKE_F32, 4, Nl, HV, K, V)},
         /* optional (14, 15) and the gate's parameters (16..19) */
-        {"h0", tensor(a->in[6], CAKE_F32, 4, Nl, HV, K, V)},
-        {"dht", tensor(a->in[7], CAKE_F32, 4, Nl, HV, K, V)},
-        {"A_log", tensor(g->dA, CAKE_F32, 1, HV, 0, 0, 0)},
-        {"dt_bias", tensor(g->ddt, CAKE_F32, 2, HV, K, 0, 0)},
-        {"dA_log", tensor(a->out[7], CAKE_F32, 1, HV, 0, 0, 0)},
-        {"ddt_bias", tensor(a->out[8], CAKE_F32, 2, HV, K, 0, 0)},
+        {"h0", gpu_tensor(a->in[6], CAKE_F32, 4, Nl, HV, K, V)},
+        {"dht", gpu_tensor(a->in[7], CAKE_F32, 4, Nl, HV, K, V)},
+        {"A_log", gpu_tensor(g->dA, CAKE_F32, 1, HV, 0, 0, 0)},
+        {"dt_bias", gpu_tensor(g->ddt, CAKE_F32, 2, HV, K, 0, 0)},
+        {"dA_log", gpu_tensor(a->out[7], CAKE_F32, 1, HV, 0, 0, 0)},
+        {"ddt_bias", gpu_tensor(a->out[8], CAKE_F32, 2, HV, K, 0, 0)},
     };
     for (int i = 0; i < (int)(sizeof b / sizeof b[0]); i++) {
       if ((i == 14 && !c->with_h0) || (i == 15 && !c->with_dht) || (i >= 16 && c->external)) continue;

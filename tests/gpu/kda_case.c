@@ -2,6 +2,7 @@
 #include "kda_case.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,4 +97,19 @@ void kda_case_free(KdaCase *c) {
   free(c->fdo), free(c->fdht);
   for (int o = 0; o < KDA_NOUT; o++) free(c->ref[o]);
   memset(c, 0, sizeof *c);
+}
+
+int kda_case_report(const KdaCase *c, void *const got[KDA_NOUT], void *const again[KDA_NOUT]) {
+  int ok = 1;
+  for (int o = 0; o < KDA_NOUT; o++) {
+    if (c->external && (o == 7 || o == 8)) continue;
+    double *x = kda_case_widen(c, o, got[o]);
+    ErrStats e = err_stats(x, c->ref[o], (long long)c->n[o]);
+    int bitwise = memcmp(got[o], again[o], c->n[o] * (kda_out_bf16[o] ? 2 : 4)) == 0;
+    int good = e.nonfinite == 0 && e.err_ratio < kda_out_tol[o] && bitwise;
+    printf(" %s %.1e%s%s", kda_out_names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
+    ok &= good;
+    free(x);
+  }
+  return ok;
 }

@@ -41,6 +41,12 @@ void kda_case_make(KdaCase *c, const char *gate, int qk_norm, int beta_logits, i
                    int64_t ndocs, const int32_t *cu, int with_h0, int with_dht, uint64_t *rng);
 void kda_case_reference(KdaCase *c);
 void kda_case_free(KdaCase *c);
+/* Prints " name err" for every output the case has (dA_log and ddt_bias not
+ * with the external gate), `got` against the reference with kda_out_tol,
+ * "(not bitwise)" where `again` (a second run) differs, " FAIL" after a bad
+ * one. Returns 1 when every output is finite, within its threshold and
+ * bitwise repeated. */
+int kda_case_report(const KdaCase *c, void *const got[KDA_NOUT], void *const again[KDA_NOUT]);
 /* An output of the GPU (bf16 or f32 bytes, n[o] elements) as doubles (malloc'd). */
 double *kda_case_widen(const KdaCase *c, int o, const void *bytes);
 

@@ -48,11 +48,6 @@ static void *ref_thread(void *arg) {
   return NULL;
 }
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
 static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   int64_t T = sh->T, H = sh->H;
   int32_t *cu = NULL;
@@ -143,14 +138,14 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   CK(cuMemcpyHtoD(db, hb, nb * 2));
   CK(cuMemcpyHtoD(dh0, hh0, ns * 4));
   const cake_binding b[] = {
-      {"q", tensor(dq, CAKE_BF16, 3, T, H, K, 0)},
-      {"k", tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
-      {"v", tensor(dv, CAKE_BF16, 3, T, H, V, 0)},
-      {"g", tensor(dg, CAKE_F32, 2, T, H, 0, 0)},
-      {"beta", tensor(db, CAKE_BF16, 2, T, H, 0, 0)},
-      {"h0", tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, H, K, V)},
-      {"o", tensor(dout, CAKE_BF16, 3, T, H, V, 0)},
-      {"ht", tensor(sh->with_ht ? dht : 0, CAKE_F32, 4, N, H, K, V)},
+      {"q", gpu_tensor(dq, CAKE_BF16, 3, T, H, K, 0)},
+      {"k", gpu_tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
+      {"v", gpu_tensor(dv, CAKE_BF16, 3, T, H, V, 0)},
+      {"g", gpu_tensor(dg, CAKE_F32, 2, T, H, 0, 0)},
+      {"beta", gpu_tensor(db, CAKE_BF16, 2, T, H, 0, 0)},
+      {"h0", gpu_tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, H, K, V)},
+      {"o", gpu_tensor(dout, CAKE_BF16, 3, T, H, V, 0)},
+      {"ht", gpu_tensor(sh->with_ht ? dht : 0, CAKE_F32, 4, N, H, K, V)},
   };
   uint16_t *ho[2] = {malloc(nq * 2), malloc(nq * 2)};
   float *hht[2] = {malloc(ns * 4 + 4), malloc(ns * 4 + 4)};

@@ -45,17 +45,6 @@ typedef struct Inputs {
   CUdeviceptr dA, ddt; /* shared by every rank (per-head, not split) */
 } Inputs;
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
-static CUdeviceptr upload(const void *h, size_t bytes) {
-  CUdeviceptr d = gpu_alloc(bytes);
-  if (bytes) CK(cuMemcpyHtoD(d, h, bytes));
-  return d;
-}
-
 /* Random inputs as test_kda draws them for the layer's options. */
 static void make_inputs(Inputs *in, const Shape *sh, uint64_t *rng) {
   int64_t T = sh->T, H = sh->H;
@@ -91,8 +80,8 @@ static void make_inputs(Inputs *in, const Shape *sh, uint64_t *rng) {
     in->dt_bias[i] = (float)(dt + log(-expm1(-dt)));
   }
   for (size_t i = 0; i < ns; i++) in->h0[i] = (float)(0.5 * rng_normal(rng));
-  in->dA = upload(in->A_log, (size_t)H * 4);
-  in->ddt = upload(in->dt_bias, (size_t)(H * K) * 4);
+  in->dA = gpu_upload(in->A_log, (size_t)H * 4);
+  in->ddt = gpu_upload(in->dt_bias, (size_t)(H * K) * 4);
 }
 
 static void free_inputs(Inputs *in) {
@@ -114,17 +103,17 @@ static void reference(const cake_program *prog, const Inputs *in, double *o, dou
   RT(cake_plan_finalize(plan));
   size_t ws;
   RT(cake_plan_workspace_bytes(plan, &ws));
-  CUdeviceptr dq = upload(in->q, nq * 2), dk = upload(in->k, nq * 2), dv = upload(in->v, nq * 2),
-              dg = upload(in->g, nq * 2), db = upload(in->beta, nb * 2), dh0 = upload(in->h0, ns * 4),
+  CUdeviceptr dq = gpu_upload(in->q, nq * 2), dk = gpu_upload(in->k, nq * 2), dv = gpu_upload(in->v, nq * 2),
+              dg = gpu_upload(in->g, nq * 2), db = gpu_upload(in->beta, nb * 2), dh0 = gpu_upload(in->h0, ns * 4),
               dout = gpu_alloc(nq * 2), dht = gpu_alloc(ns * 4), work = gpu_alloc(ws);
   gpu_poison(dout, nq * 2);
   gpu_poison(dht, ns * 4);
   cake_binding b[] = {
-      {"q", tensor(dq, CAKE_BF16, 3, T, H, K, 0)},        {"k", tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
-      {"v", tensor(dv, CAKE_BF16, 3, T, H, V, 0)},        {"g", tensor(dg, CAKE_BF16, 3, T, H, K, 0)},
-      {"A_log", tensor(in->dA, CAKE_F32, 1, H, 0, 0, 0)}, {"dt_bias", tensor(in->ddt, CAKE_F32, 2, H, K, 0, 0)},
-      {"beta", tensor(db, CAKE_BF16, 2, T, H, 0, 0)},     {"h0", tensor(dh0, CAKE_F32, 4, N, H, K, V)},
-      {"o", tensor(dout, CAKE_BF16, 3, T, H, V, 0)},      {"ht", tensor(dht, CAKE_F32, 4, N, H, K, V)},
+      {"q", gpu_tensor(dq, CAKE_BF16, 3, T, H, K, 0)},        {"k", gpu_tensor(dk, CAKE_BF16, 3, T, H, K, 0)},
+      {"v", gpu_tensor(dv, CAKE_BF16, 3, T, H, V, 0)},        {"g", gpu_tensor(dg, CAKE_BF16, 3, T, H, K, 0)},
+      {"A_log", gpu_tensor(in->dA, CAKE_F32, 1, H, 0, 0, 0)}, {"dt_bias", gpu_tensor(in->ddt, CAKE_F32, 2, H, K, 0, 0)},
+      {"beta", gpu_tensor(db, CAKE_BF16, 2, T, H, 0, 0)},     {"h0", gpu_tensor(dh0, CAKE_F32, 4, N, H, K, V)},
+      {"o", gpu_tensor(dout, CAKE_BF16, 3, T, H, V, 0)},      {"ht", gpu_tensor(dht, CAKE_F32, 4, N, H, K, V)},
   };
   CK(cuCtxSynchronize());
   RT(cake_launch(plan, "fwd", b, (int)(sizeof b / sizeof b[0]), work, ws, 0, 0, NULL));
@@ -190,17 +179,17 @@ static void kcp(const cake_program *prog, const Inputs *in, int R, cake_layout l
     a->fr = calloc((size_t)a->nfr + 1, sizeof(cake_fragment));
     RT(cake_partition(in->cu, N, T, R, r, layout, align, a->fr, a->nfr, &a->nfr, NULL));
     void *x;
-    a->q = upload(x = split_tokens(a, in->q, rowq), (size_t)a->Tl * rowq), free(x);
-    a->k = upload(x = split_tokens(a, in->k, rowq), (size_t)a->Tl * rowq), free(x);
-    a->v = upload(x = split_tokens(a, in->v, rowq), (size_t)a->Tl * rowq), free(x);
-    a->g = upload(x = split_tokens(a, in->g, rowq), (size_t)a->Tl * rowq), free(x);
-    a->beta = upload(x = split_tokens(a, in->beta, rowb), (size_t)a->Tl * rowb), free(x);
+    a->q = gpu_upload(x = split_tokens(a, in->q, rowq), (size_t)a->Tl * rowq), free(x);
+    a->k = gpu_upload(x = split_tokens(a, in->k, rowq), (size_t)a->Tl * rowq), free(x);
+    a->v = gpu_upload(x = split_tokens(a, in->v, rowq), (size_t)a->Tl * rowq), free(x);
+    a->g = gpu_upload(x = split_tokens(a, in->g, rowq), (size_t)a->Tl * rowq), free(x);
+    a->beta = gpu_upload(x = split_tokens(a, in->beta, rowb), (size_t)a->Tl * rowb), free(x);
     /* h0 on the fragment that starts its document; NaN (must not be read) elsewhere */
     float *h0 = malloc((size_t)a->Nl * rows);
     memset(h0, 0xFF, (size_t)a->Nl * rows);
     for (int64_t f = 0; f < a->nfr; f++)
       if (!a->fr[f].continues) memcpy((char *)h0 + (size_t)f * rows, (const char *)in->h0 + (size_t)a->fr[f].doc * rows, rows);
-    a->h0 = upload(h0, (size_t)a->Nl * rows);
+    a->h0 = gpu_upload(h0, (size_t)a->Nl * rows);
     free(h0);
     a->o = gpu_alloc((size_t)a->Tl * (size_t)(H * V) * 2);
     a->ht = gpu_alloc((size_t)a->Nl * rows);
@@ -208,11 +197,11 @@ static void kcp(const cake_program *prog, const Inputs *in, int R, cake_layout l
     a->work = gpu_alloc(a->ws);
     int64_t Tl = a->Tl, Nl = a->Nl;
     cake_binding b[10] = {
-        {"q", tensor(a->q, CAKE_BF16, 3, Tl, H, K, 0)},     {"k", tensor(a->k, CAKE_BF16, 3, Tl, H, K, 0)},
-        {"v", tensor(a->v, CAKE_BF16, 3, Tl, H, V, 0)},     {"g", tensor(a->g, CAKE_BF16, 3, Tl, H, K, 0)},
-        {"A_log", tensor(in->dA, CAKE_F32, 1, H, 0, 0, 0)}, {"dt_bias", tensor(in->ddt, CAKE_F32, 2, H, K, 0, 0)},
-        {"beta", tensor(a->beta, CAKE_BF16, 2, Tl, H, 0, 0)}, {"h0", tensor(a->h0, CAKE_F32, 4, Nl, H, K, V)},
-        {"o", tensor(a->o, CAKE_BF16, 3, Tl, H, V, 0)},     {"ht", tensor(a->ht, CAKE_F32, 4, Nl, H, K, V)},
+        {"q", gpu_tensor(a->q, CAKE_BF16, 3, Tl, H, K, 0)},     {"k", gpu_tensor(a->k, CAKE_BF16, 3, Tl, H, K, 0)},
+        {"v", gpu_tensor(a->v, CAKE_BF16, 3, Tl, H, V, 0)},     {"g", gpu_tensor(a->g, CAKE_BF16, 3, Tl, H, K, 0)},
+        {"A_log", gpu_tensor(in->dA, CAKE_F32, 1, H, 0, 0, 0)}, {"dt_bias", gpu_tensor(in->ddt, CAKE_F32, 2, H, K, 0, 0)},
+        {"beta", gpu_tensor(a->beta, CAKE_BF16, 2, Tl, H, 0, 0)}, {"h0", gpu_tensor(a->h0, CAKE_F32, 4, Nl, H, K, V)},
+        {"o", gpu_tensor(a->o, CAKE_BF16, 3, Tl, H, V, 0)},     {"ht", gpu_tensor(a->ht, CAKE_F32, 4, Nl, H, K, V)},
     };
     memcpy(a->b, b, sizeof b);
     CK(cuStreamCreate(&a->stream, CU_STREAM_DEFAULT));

@@ -93,16 +93,7 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
                sh->name, sh->save, (long long)c.T, (long long)c.H, (long long)c.HV, (long long)c.N, Rs[ri],
                cake_layout_name((cake_layout)layout), align, (long long)F, (unsigned long long)comm[0],
                (unsigned long long)comm[1], (unsigned long long)comm[2], (unsigned long long)comm[3]);
-        for (int o = 0; o < NOUT; o++) {
-          if (c.external && (o == 7 || o == 8)) continue;
-          double *got = kda_case_widen(&c, o, host[0][o]);
-          ErrStats e = err_stats(got, c.ref[o], (long long)c.n[o]);
-          int bitwise = memcmp(host[0][o], host[1][o], c.n[o] * (kda_out_bf16[o] ? 2 : 4)) == 0;
-          int good = e.nonfinite == 0 && e.err_ratio < kda_out_tol[o] && bitwise;
-          printf(" %s %.1e%s%s", kda_out_names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
-          ok &= good;
-          free(got);
-        }
+        ok &= kda_case_report(&c, host[0], host[1]);
         printf("%s%s  %s\n", agree ? "" : " (ranks' dA_log/ddt_bias differ)",
                comm_ok ? "" : " (comm bytes differ from the formula)", ok ? "PASS" : "FAIL");
         fflush(stdout);

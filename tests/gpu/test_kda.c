@@ -52,11 +52,6 @@ static void *ref_thread(void *arg) {
   return NULL;
 }
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
 /* The variant of a shape's options; vblock stays DEFAULT (the prefer clause). */
 static kda_fwd_options fwd_options(const char *gate, int qk_norm, int beta_logits) {
   kda_fwd_options o = {
@@ -168,16 +163,16 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   CK(cuMemcpyHtoD(dh0, hh0, ns * 4));
   /* the external gate's variant has no A_log, dt_bias: left unbound (data 0) */
   kda_fwd_tensors t = {
-      .q = tensor(dq, CAKE_BF16, 3, T, H, K, 0),
-      .k = tensor(dk, CAKE_BF16, 3, T, H, K, 0),
-      .v = tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
-      .g = tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
-      .beta = tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
-      .A_log = tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
-      .dt_bias = tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
-      .h0 = tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
-      .o = tensor(dout, CAKE_BF16, 3, T, HV, V, 0),
-      .ht = tensor(sh->with_ht ? dht : 0, CAKE_F32, 4, N, HV, K, V),
+      .q = gpu_tensor(dq, CAKE_BF16, 3, T, H, K, 0),
+      .k = gpu_tensor(dk, CAKE_BF16, 3, T, H, K, 0),
+      .v = gpu_tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
+      .g = gpu_tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
+      .beta = gpu_tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
+      .A_log = gpu_tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
+      .dt_bias = gpu_tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
+      .h0 = gpu_tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
+      .o = gpu_tensor(dout, CAKE_BF16, 3, T, HV, V, 0),
+      .ht = gpu_tensor(sh->with_ht ? dht : 0, CAKE_F32, 4, N, HV, K, V),
   };
   uint16_t *ho[2] = {malloc(nv * 2), malloc(nv * 2)};
   float *hht[2] = {malloc(ns * 4 + 4), malloc(ns * 4 + 4)};

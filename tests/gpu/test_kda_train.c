@@ -33,17 +33,6 @@ typedef struct Shape {
   int64_t HV; /* value heads (GVA); 0: H */
 } Shape;
 
-static cake_tensor tensor(CUdeviceptr p, cake_dtype dt, int rank, int64_t a, int64_t b, int64_t c, int64_t d) {
-  cake_tensor t = {p, dt, rank, {a, b, c, d}, {0}};
-  return t;
-}
-
-static CUdeviceptr upload(const void *host, size_t bytes) {
-  CUdeviceptr p = gpu_alloc(bytes ? bytes : 4);
-  if (bytes) CK(cuMemcpyHtoD(p, host, bytes));
-  return p;
-}
-
 /* FNV-1a over bytes, chained: the digest of every output of a run */
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
@@ -78,36 +67,36 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   RT(cake_plan_workspace_bytes(plan, &ws));
   RT(cake_plan_saved_bytes(plan, &sv));
   CUdeviceptr work = gpu_alloc(ws ? ws : 256), saved = gpu_alloc(sv ? sv : 256);
-  CUdeviceptr dq = upload(c.q, c.nq * 2), dk = upload(c.k, c.nq * 2), dv = upload(c.v, c.nv * 2), ddo = upload(c.dO, c.nv * 2);
-  CUdeviceptr dg = external ? upload(c.g32, c.nv * 4) : upload(c.g16, c.nv * 2), db = upload(c.beta, c.nb * 2);
-  CUdeviceptr dA = upload(c.A_log, (size_t)HV * 4), ddt = upload(c.dt_bias, (size_t)(HV * K) * 4);
-  CUdeviceptr dh0 = upload(c.h0, c.ns * 4), ddht = upload(c.dht, c.ns * 4);
+  CUdeviceptr dq = gpu_upload(c.q, c.nq * 2), dk = gpu_upload(c.k, c.nq * 2), dv = gpu_upload(c.v, c.nv * 2), ddo = gpu_upload(c.dO, c.nv * 2);
+  CUdeviceptr dg = external ? gpu_upload(c.g32, c.nv * 4) : gpu_upload(c.g16, c.nv * 2), db = gpu_upload(c.beta, c.nb * 2);
+  CUdeviceptr dA = gpu_upload(c.A_log, (size_t)HV * 4), ddt = gpu_upload(c.dt_bias, (size_t)(HV * K) * 4);
+  CUdeviceptr dh0 = gpu_upload(c.h0, c.ns * 4), ddht = gpu_upload(c.dht, c.ns * 4);
   CUdeviceptr out[NOUT];
   for (int o = 0; o < NOUT; o++) out[o] = gpu_alloc(n[o] * (kda_out_bf16[o] ? 2 : 4));
   /* one struct for both entries (each binds what it is given: fwd's inputs and
    * outputs, bwd's do, dht and gradients); the external gate's variant has no
    * A_log, dt_bias or their gradients: left unbound (data 0) */
   kda_train_tensors t = {
-      .q = tensor(dq, CAKE_BF16, 3, T, H, K, 0),
-      .k = tensor(dk, CAKE_BF16, 3, T, H, K, 0),
-      .v = tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
-      .g = tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
-      .beta = tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
-      .h0 = tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
-      .A_log = tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
-      .dt_bias = tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
-      .o = tensor(out[0], CAKE_BF16, 3, T, HV, V, 0),
-      .ht = tensor(out[1], CAKE_F32, 4, N, HV, K, V),
-      .do_ = tensor(ddo, CAKE_BF16, 3, T, HV, V, 0),
-      .dht = tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, HV, K, V),
-      .dq = tensor(out[2], CAKE_BF16, 3, T, H, K, 0),
-      .dk = tensor(out[3], CAKE_BF16, 3, T, H, K, 0),
-      .dv = tensor(out[4], CAKE_BF16, 3, T, HV, V, 0),
-      .dg = tensor(out[5], CAKE_F32, 3, T, HV, K, 0),
-      .dbeta = tensor(out[6], CAKE_F32, 2, T, HV, 0, 0),
-      .dA_log = tensor(external ? 0 : out[7], CAKE_F32, 1, HV, 0, 0, 0),
-      .ddt_bias = tensor(external ? 0 : out[8], CAKE_F32, 2, HV, K, 0, 0),
-      .dh0 = tensor(out[9], CAKE_F32, 4, N, HV, K, V),
+      .q = gpu_tensor(dq, CAKE_BF16, 3, T, H, K, 0),
+      .k = gpu_tensor(dk, CAKE_BF16, 3, T, H, K, 0),
+      .v = gpu_tensor(dv, CAKE_BF16, 3, T, HV, V, 0),
+      .g = gpu_tensor(dg, external ? CAKE_F32 : CAKE_BF16, 3, T, HV, K, 0),
+      .beta = gpu_tensor(db, CAKE_BF16, 2, T, HV, 0, 0),
+      .h0 = gpu_tensor(sh->with_h0 ? dh0 : 0, CAKE_F32, 4, N, HV, K, V),
+      .A_log = gpu_tensor(external ? 0 : dA, CAKE_F32, 1, HV, 0, 0, 0),
+      .dt_bias = gpu_tensor(external ? 0 : ddt, CAKE_F32, 2, HV, K, 0, 0),
+      .o = gpu_tensor(out[0], CAKE_BF16, 3, T, HV, V, 0),
+      .ht = gpu_tensor(out[1], CAKE_F32, 4, N, HV, K, V),
+      .do_ = gpu_tensor(ddo, CAKE_BF16, 3, T, HV, V, 0),
+      .dht = gpu_tensor(sh->with_dht ? ddht : 0, CAKE_F32, 4, N, HV, K, V),
+      .dq = gpu_tensor(out[2], CAKE_BF16, 3, T, H, K, 0),
+      .dk = gpu_tensor(out[3], CAKE_BF16, 3, T, H, K, 0),
+      .dv = gpu_tensor(out[4], CAKE_BF16, 3, T, HV, V, 0),
+      .dg = gpu_tensor(out[5], CAKE_F32, 3, T, HV, K, 0),
+      .dbeta = gpu_tensor(out[6], CAKE_F32, 2, T, HV, 0, 0),
+      .dA_log = gpu_tensor(external ? 0 : out[7], CAKE_F32, 1, HV, 0, 0, 0),
+      .ddt_bias = gpu_tensor(external ? 0 : out[8], CAKE_F32, 2, HV, K, 0, 0),
+      .dh0 = gpu_tensor(out[9], CAKE_F32, 4, N, HV, K, V),
   };
   void *host[2][NOUT];
   for (int run = 0; run < 2; run++) {
@@ -126,16 +115,7 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng, ui
   int ok = 1;
   printf("%-40s %-6s T=%-5lld H=%-2lld HV=%-2lld docs=%-3lld saved %zu B/token/head:", sh->name, sh->save, (long long)T,
          (long long)H, (long long)HV, (long long)N, sv / (size_t)(T * HV));
-  for (int o = 0; o < NOUT; o++) {
-    if (external && (o == 7 || o == 8)) continue;
-    double *got = kda_case_widen(&c, o, host[0][o]);
-    ErrStats e = err_stats(got, c.ref[o], (long long)n[o]);
-    int bitwise = memcmp(host[0][o], host[1][o], n[o] * (kda_out_bf16[o] ? 2 : 4)) == 0;
-    int good = e.nonfinite == 0 && e.err_ratio < kda_out_tol[o] && bitwise;
-    printf(" %s %.1e%s%s", kda_out_names[o], e.err_ratio, bitwise ? "" : " (not bitwise)", good ? "" : " FAIL");
-    ok &= good;
-    free(got);
-  }
+  ok &= kda_case_report(&c, host[0], host[1]);
   printf("  %s\n", ok ? "PASS" : "FAIL");
   fflush(stdout);
   for (int o = 0; o < NOUT; o++) gpu_free(out[o]), free(host[0][o]), free(host[1][o]);
