@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
   enum { NOUT = sizeof outs / sizeof outs[0] };
   long long dims[4] = {T, N, H, 0};
   double *ref[NOUT];
-  double *tensors[32] = {0};
+  double **tensors = calloc((size_t)prog->ntensors + 1, sizeof *tensors); /* every tensor of ops.cake */
   tensors[tensor_index(prog, "x")] = x;
   tensors[tensor_index(prog, "y")] = y;
   tensors[tensor_index(prog, "xb")] = xb;
@@ -180,6 +180,7 @@ int main(int argc, char **argv) {
   char err[512];
   int irc = cake_interp_run(prog, "run", &args, err, sizeof err);
   for (int i = 0; i < ntemps; i++) free(temps[i]);
+  free(tensors);
   if (irc) {
     fprintf(stderr, "FAIL: interpreter: %s\n", err);
     return 1;
