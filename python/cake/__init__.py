@@ -18,11 +18,11 @@ from . import autograd, cpu
 from .compiler import CompileError, compile, default_archs, emit, version
 from .layers import kda
 from .runtime import (BF16, DTYPES, ERR_ARGUMENT, ERR_COMM, ERR_CUDA, ERR_IO, ERR_MEMORY, ERR_NOT_FOUND, ERR_PACKAGE,
-                      ERR_PLAN, ERR_TENSOR, F16, F32, I32, LAYOUTS, OK, Error, Package, Plan, Program, load,
-                      partition, tensor)
+                      ERR_PLAN, ERR_TENSOR, F16, F32, I32, LAYOUTS, OK, Comm, Error, Package, Plan, Program,
+                      launch_group, load, partition, tensor)
 
 __all__ = ['BF16', 'DTYPES', 'ERR_ARGUMENT', 'ERR_COMM', 'ERR_CUDA', 'ERR_IO', 'ERR_MEMORY', 'ERR_NOT_FOUND',
-           'ERR_PACKAGE', 'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'LAYOUTS', 'OK', 'CompileError', 'Error',
-           'Package', 'Plan', 'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'load',
+           'ERR_PACKAGE', 'ERR_PLAN', 'ERR_TENSOR', 'F16', 'F32', 'I32', 'LAYOUTS', 'OK', 'CompileError', 'Comm', 'Error',
+           'Package', 'Plan', 'Program', 'autograd', 'compile', 'cpu', 'default_archs', 'emit', 'kda', 'launch_group', 'load',
            'partition', 'tensor', 'version']
 __version__ = '0.1.0'

@@ -155,6 +155,20 @@ def _declare_runtime(L):
         'cake_partition': (i32, [P(C.c_int32), i64, i64, i32, i32, C.c_int, i32, P(Fragment), i64, P(i64),
                                  P(C.c_int32)]),
         'cake_device_target': (i32, [C.c_char_p, sz]),
+        'cake_plan_set_partition': (i32, [vp, P(C.c_int32), i64, i64, i32, i32, C.c_int, i32]),
+        'cake_plan_comm_bytes': (i32, [vp, s, P(C.c_uint64), P(C.c_uint64)]),
+        'cake_plan_set_timing': (i32, [vp, i32]),
+        'cake_plan_stage_times': (i32, [vp, s, P(s), P(C.c_float), i32, P(i32)]),
+        'cake_comm_unique_id': (i32, [P(C.c_uint8)]),
+        'cake_comm_init_nccl': (i32, [P(C.c_uint8), i32, i32, P(vp)]),
+        'cake_comm_from_nccl': (i32, [vp, P(vp)]),
+        'cake_comm_init_local': (i32, [i32, P(vp)]),
+        'cake_comm_destroy': (None, [vp]),
+        'cake_comm_rank': (i32, [vp]),
+        'cake_comm_size': (i32, [vp]),
+        'cake_launch_comm': (i32, [vp, s, P(Binding), i32, C.c_uint64, sz, C.c_uint64, sz, vp, vp]),
+        'cake_launch_group': (i32, [P(vp), i32, s, P(P(Binding)), P(i32), P(C.c_uint64), P(sz), P(C.c_uint64),
+                                    P(sz), P(vp), P(vp)]),
     }
     _apply(L, decl)
     return L

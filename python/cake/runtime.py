@@ -132,13 +132,14 @@ class Package:
                f'variant {name}')
         return Program(self, p, name)
 
-    def plan(self, program, options=None, dims=None, cu_seqlens=None, params=None, sms=0):
+    def plan(self, program, options=None, dims=None, cu_seqlens=None, params=None, sms=0, partition=None):
         """A finalized Plan: the variant chosen as by program() (dims and the number of documents
         feed the prefer clauses), then its dims, documents (cu_seqlens: host offsets 0..T, a
-        sequence of ints or anything with tolist(); None: one document) and params."""
+        sequence of ints or anything with tolist(); None: one document) and params. partition:
+        one rank's part of a context-parallel program (see Program.plan)."""
         ndocs = 0 if cu_seqlens is None else len(_host_offsets(cu_seqlens)) - 1
         prog = self.program(program, options, dims, ndocs, sms)
-        return prog.plan(dims, cu_seqlens, params)
+        return prog.plan(dims, cu_seqlens, params, partition)
 
 
 def _free_package(L, h, cleanup):
@@ -173,9 +174,12 @@ class Program:
     def __repr__(self):
         return f'<cake.Program {self.name} [{self.variant}]>'
 
-    def plan(self, dims=None, cu_seqlens=None, params=None):
+    def plan(self, dims=None, cu_seqlens=None, params=None, partition=None):
         """A finalized Plan of this variant: dims {name: value}, cu_seqlens (host offsets; None: one
-        document), params {name: value}."""
+        document), params {name: value}. partition (a context-parallel program): a dict with R, rank
+        and optionally layout (default 'zigzag'), align (default 0) and T (default cu_seqlens[-1]);
+        cu_seqlens are then the global documents, split as cake.partition does
+        (cake_plan_set_partition: the rank's local tokens, documents, R, F and fragment table)."""
         L = self.package._L
         self.package._handle()
         h = C.c_void_p()
@@ -183,7 +187,9 @@ class Program:
         plan = Plan(self, h)  # frees h when collected, also on the errors below
         for k, v in (dims or {}).items():
             _check(L, L.cake_plan_set_dim(h, k.encode(), int(v)), f'dim {k}')
-        if cu_seqlens is not None:
+        if partition is not None:
+            _set_partition(L, h, cu_seqlens, partition)
+        elif cu_seqlens is not None:
             cu = _host_offsets(cu_seqlens)
             bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
             if bad:
@@ -195,6 +201,28 @@ class Program:
             _check(L, L.cake_plan_set_param(h, k.encode(), float(v)), f'param {k}')
         _check(L, L.cake_plan_finalize(h), 'finalize')
         return plan
+
+
+def _set_partition(L, h, cu_seqlens, part):
+    unknown = set(part) - {'R', 'rank', 'layout', 'align', 'T'}
+    if unknown or 'R' not in part or 'rank' not in part:
+        raise Error(ERR_ARGUMENT, f'partition takes R, rank, layout, align and T (R and rank required); got '
+                    f'{sorted(part)}', 'CAKE_ERR_ARGUMENT', 'partition')
+    if cu_seqlens is None:
+        raise Error(ERR_ARGUMENT, 'a partition needs the global cu_seqlens', 'CAKE_ERR_ARGUMENT', 'partition')
+    layout = part.get('layout', 'zigzag')
+    if layout not in LAYOUTS:
+        raise Error(ERR_ARGUMENT, f"unknown layout '{layout}' (one of {', '.join(LAYOUTS)})", 'CAKE_ERR_ARGUMENT',
+                    'partition')
+    cu = _host_offsets(cu_seqlens)
+    bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
+    if bad:
+        raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset', 'CAKE_ERR_PLAN',
+                    'partition')
+    arr = (C.c_int32 * len(cu))(*cu)
+    T = cu[-1] if part.get('T') is None else int(part['T'])
+    _check(L, L.cake_plan_set_partition(h, arr, len(cu) - 1, T, int(part['R']), int(part['rank']),
+                                        LAYOUTS.index(layout), int(part.get('align', 0))), 'partition')
 
 
 class Plan:
@@ -242,6 +270,39 @@ class Plan:
         _check(self._L, self._L.cake_plan_item(self._handle(), name.encode(), C.byref(off), C.byref(n)),
                f'item {name}')
         return off.value, n.value
+
+    def comm_bytes(self, entry):
+        """(sent, received): what this rank of a context-parallel plan moves in the exchanges of
+        `entry`, in bytes (cake_plan_comm_bytes); (0, 0) for an entry without exchanges."""
+        sent, recv = C.c_uint64(), C.c_uint64()
+        _check(self._L, self._L.cake_plan_comm_bytes(self._handle(), entry.encode(), C.byref(sent), C.byref(recv)),
+               f'comm_bytes {entry}')
+        return sent.value, recv.value
+
+    def set_timing(self, on=True):
+        """Record a driver event before and after every stage of later launches (cake_plan_set_timing)."""
+        _check(self._L, self._L.cake_plan_set_timing(self._handle(), 1 if on else 0), 'set_timing')
+
+    def stage_times(self, entry):
+        """[(stage, ms)] of the last timed launch of `entry`, in order (cake_plan_stage_times; waits
+        for the last stage)."""
+        n = C.c_int()
+        _check(self._L, self._L.cake_plan_stage_times(self._handle(), entry.encode(), None, None, 0, C.byref(n)),
+               f'stage_times {entry}')
+        names, ms = (C.c_char_p * max(n.value, 1))(), (C.c_float * max(n.value, 1))()
+        _check(self._L, self._L.cake_plan_stage_times(self._handle(), entry.encode(), names, ms, n.value,
+                                                      C.byref(n)), f'stage_times {entry}')
+        return [(names[i].decode(), ms[i]) for i in range(n.value)]
+
+    def launch_comm(self, entry, tensors, comm, workspace=None, saved=None, stream=None):
+        """Launch `entry` of a context-parallel plan as this rank of the NCCL communicator `comm`
+        (cake_launch_comm): arguments as launch()."""
+        arr, n, keep = _bindings(tensors)
+        ws, ws_n = _area(workspace, self.workspace_bytes(), 'workspace')
+        sv, sv_n = _area(saved, self.saved_bytes(), 'saved')
+        _check(self._L, self._L.cake_launch_comm(self._handle(), entry.encode(), arr, n, ws, ws_n, sv, sv_n,
+                                                 comm._handle(), _stream(stream)), f'launch_comm {entry}')
+        del keep
 
     def validate(self, entry, tensors):
         """Check the tensors {name: tensor} of `entry` against the plan (host only, no GPU needed)."""
@@ -434,6 +495,93 @@ def _from_dlpack(obj):
 
 
 LAYOUTS = ('contiguous', 'zigzag', 'zigzag_per_document')  # cake_layout, in order
+
+
+class Comm:
+    """One rank's communicator (cake_comm): Comm.nccl(id, R, rank), Comm.from_nccl(pointer), or
+    one of Comm.local_group(R). Destroyed with close() or when collected (a wrapped NCCL
+    communicator is left to its owner)."""
+
+    def __init__(self, handle):
+        self._L = _lib.runtime()
+        self._h = handle
+        self._finalizer = weakref.finalize(self, self._L.cake_comm_destroy, handle.value)
+
+    def _handle(self):
+        if not self._finalizer.alive:
+            raise Error(ERR_ARGUMENT, 'the communicator is closed', 'CAKE_ERR_ARGUMENT')
+        return self._h
+
+    def close(self):
+        self._finalizer()
+
+    @property
+    def rank(self):
+        return self._L.cake_comm_rank(self._handle())
+
+    @property
+    def size(self):
+        return self._L.cake_comm_size(self._handle())
+
+    @staticmethod
+    def unique_id():
+        """A new NCCL id (bytes) for Comm.nccl; made on one rank and handed to the others."""
+        L = _lib.runtime()
+        buf = (C.c_uint8 * 128)()
+        _check(L, L.cake_comm_unique_id(buf), 'comm_unique_id')
+        return bytes(buf)
+
+    @staticmethod
+    def nccl(uid, R, rank):
+        """Rank `rank` of an NCCL communicator of R ranks (cake_comm_init_nccl)."""
+        L = _lib.runtime()
+        if len(uid) != 128:
+            raise Error(ERR_ARGUMENT, f'the NCCL id has {len(uid)} bytes, not 128', 'CAKE_ERR_ARGUMENT')
+        h = C.c_void_p()
+        _check(L, L.cake_comm_init_nccl((C.c_uint8 * 128)(*uid), int(R), int(rank), C.byref(h)), 'comm_nccl')
+        return Comm(h)
+
+    @staticmethod
+    def from_nccl(pointer):
+        """Wrap a caller's ncclComm_t (an int address), left alone on close (cake_comm_from_nccl)."""
+        L = _lib.runtime()
+        h = C.c_void_p()
+        _check(L, L.cake_comm_from_nccl(C.c_void_p(int(pointer)), C.byref(h)), 'comm_from_nccl')
+        return Comm(h)
+
+    @staticmethod
+    def local_group(R):
+        """R in-process ranks on the current device (cake_comm_init_local), for launch_group."""
+        L = _lib.runtime()
+        hs = (C.c_void_p * max(int(R), 1))()
+        _check(L, L.cake_comm_init_local(int(R), hs), 'comm_local_group')
+        return [Comm(C.c_void_p(hs[i])) for i in range(int(R))]
+
+
+def launch_group(plans, entry, tensors, workspaces, comms, saveds=None, streams=None):
+    """Launch `entry` on an in-process group (cake_launch_group): plans[r], tensors[r] ({name:
+    tensor}), workspaces[r], saveds[r] and streams[r] are rank r's (as Plan.launch takes them);
+    comms from Comm.local_group. Everything is checked before anything is launched."""
+    R = len(plans)
+    if not (len(tensors) == len(workspaces) == len(comms) == R) or (saveds is not None and len(saveds) != R) or \
+            (streams is not None and len(streams) != R):
+        raise Error(ERR_ARGUMENT, f'launch_group: {R} plans, but {len(tensors)} tensor sets, {len(workspaces)} '
+                    f'workspaces and {len(comms)} communicators', 'CAKE_ERR_ARGUMENT')
+    L = _lib.runtime()
+    keep, arrs = [], (C.POINTER(_lib.Binding) * max(R, 1))()
+    nb, ws, wsn = (C.c_int * max(R, 1))(), (C.c_uint64 * max(R, 1))(), (C.c_size_t * max(R, 1))()
+    sv, svn = (C.c_uint64 * max(R, 1))(), (C.c_size_t * max(R, 1))()
+    ph, ch, st = (C.c_void_p * max(R, 1))(), (C.c_void_p * max(R, 1))(), (C.c_void_p * max(R, 1))()
+    for r in range(R):
+        arr, n, k = _bindings(tensors[r])
+        keep.append((arr, k))
+        arrs[r], nb[r] = C.cast(arr, C.POINTER(_lib.Binding)), n
+        ws[r], wsn[r] = _area(workspaces[r], plans[r].workspace_bytes(), 'workspace')
+        sv[r], svn[r] = _area(saveds[r] if saveds is not None else None, plans[r].saved_bytes(), 'saved')
+        ph[r], ch[r] = plans[r]._handle().value, comms[r]._handle().value
+        st[r] = _stream(streams[r] if streams is not None else None)
+    _check(L, L.cake_launch_group(ph, R, entry.encode(), arrs, nb, ws, wsn, sv, svn, ch, st), f'launch_group {entry}')
+    del keep
 
 
 def partition(cu_seqlens, R, rank, layout='zigzag', align=0, T=None):

@@ -242,5 +242,59 @@ class PartitionTest(unittest.TestCase):
             cake.partition([0, 5], 2, 2)
 
 
+KCP_CUMSUM = os.path.join(HERE, '..', 'unit', 'kcp', 'kcp_cumsum.cake')
+
+
+class KcpTest(unittest.TestCase):
+    """The context-parallel pieces on the CPU: plans from a partition, comm bytes, the timing query
+    and the group launch's argument checks (launches and communicators need a GPU)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pkg = cake.compile(KCP_CUMSUM, archs='sm_90a', cache_dir='')
+
+    def test_partition_plans(self):
+        cu = [0, 1000, 1300, 1300, 3000, 3001, 4000]
+        for layout in cake.LAYOUTS:
+            for R in (1, 2, 4):
+                total, F = 0, set()
+                for rank in range(R):
+                    plan = self.pkg.plan('kcp_cumsum', cu_seqlens=cu,
+                                         partition={'R': R, 'rank': rank, 'layout': layout, 'align': 16})
+                    frags, local = cake.partition(cu, R, rank, layout, 16)
+                    self.assertEqual(plan.dim('T'), local[-1])
+                    self.assertEqual(plan.dim('N'), max(len(frags), 1))
+                    self.assertEqual(plan.dim('R'), R)
+                    F.add(plan.dim('F'))
+                    total += plan.dim('T')
+                    # all_gather of tot [F, W] f32: sent once, received from the R - 1 others
+                    sent, received = plan.comm_bytes('fwd')
+                    self.assertEqual(sent, plan.dim('F') * 8 * 4)
+                    self.assertEqual(received, (R - 1) * sent)
+                self.assertEqual(total, 4000)
+                self.assertEqual(len(F), 1)  # every rank's plan knows the largest fragment count
+
+    def test_errors(self):
+        cu = [0, 100, 300]
+        with self.assertRaisesRegex(cake.Error, 'R and rank required'):
+            self.pkg.plan('kcp_cumsum', cu_seqlens=cu, partition={'R': 2})
+        with self.assertRaisesRegex(cake.Error, 'unknown layout'):
+            self.pkg.plan('kcp_cumsum', cu_seqlens=cu, partition={'R': 2, 'rank': 0, 'layout': 'ring'})
+        with self.assertRaisesRegex(cake.Error, 'global cu_seqlens'):
+            self.pkg.plan('kcp_cumsum', partition={'R': 2, 'rank': 0})
+        with self.assertRaisesRegex(cake.Error, 'rank'):
+            self.pkg.plan('kcp_cumsum', cu_seqlens=cu, partition={'R': 2, 'rank': 2})
+        plan = self.pkg.plan('kcp_cumsum', cu_seqlens=cu, partition={'R': 2, 'rank': 0})
+        plan.set_timing(True)
+        with self.assertRaisesRegex(cake.Error, "entry 'fwd' has not been launched with timing on"):
+            plan.stage_times('fwd')
+        with self.assertRaisesRegex(cake.Error, 'no entry'):
+            plan.comm_bytes('bwd')
+        with self.assertRaisesRegex(cake.Error, '2 plans, but 1 tensor sets'):
+            cake.launch_group([plan, plan], 'fwd', [{}], [0, 0], [None, None])
+        with self.assertRaisesRegex(cake.Error, 'not 128'):
+            cake.Comm.nccl(b'short', 2, 0)
+
+
 if __name__ == '__main__':
     unittest.main()
