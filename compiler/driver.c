@@ -171,13 +171,15 @@ typedef struct Compilation {
   int want_used[CAKE_MAX_OPTIONS];
   CakeDieHandler die;
   Codegen cg;
-  FatbinJob *fatbins; /* made after every program's kernels, in parallel */
-  cJSON **fatbin_stage; /* the stage object each one belongs to */
+  FatbinJob *fatbins; /* made after every program's kernels, in parallel; one per distinct kernel set */
   int nfatbins, cap_fatbins;
-  /* stages whose fatbin another stage's job makes (the same kernels: variants share them) */
-  int *dup_job;
-  cJSON **dup_stage;
-  int ndups, cap_dups;
+  /* every stage (its manifest object, NULL without a manifest) and its job:
+   * variants that share a stage's kernels share its job and its file */
+  struct FatbinUse {
+    cJSON *stage;
+    int job;
+  } *fatbin_uses;
+  int nuses, cap_uses;
 } Compilation;
 
 static int parse_emit(const char *s, EmitKind *out) {
@@ -396,41 +398,28 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
 }
 
 /* The text a kernel's digest covers: what determines the generated code (the
- * key of a codegen unit). That is the kernel's arguments in order (the
- * tensors it touches with their shapes in dim names, its tables, the dims
- * and params it reads) and its body, so variants whose programs differ
+ * key of a codegen unit). That is the kernel's arguments in order (`abi`:
+ * the tensors it touches with their shapes in dim names, its tables, the
+ * dims and params it reads) and its body, so variants whose programs differ
  * elsewhere (other dims, tensors or kernels) share the unit, its name and
- * its files. (A kernel with too many arguments, an error, is keyed by the
- * whole program's interface.) */
-static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const char *target) {
+ * its files. */
+static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target) {
   buf_printf(o, "%s\ntarget %s\noptions %s\nprogram %s chunk %d\n", cake_version(), target, CAKE_CODEGEN_OPTIONS,
              p->name, p->chunk);
-  KernelAbi abi;
-  if (cir_kernel_abi(p, k, &abi) == 0) {
-    for (int i = 0; i < abi.nargs; i++) {
-      const KernelArg *a = &abi.args[i];
-      buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));
-      if (a->what == ARG_DIM) buf_printf(o, " role %d", p->dims[a->dim].role);
-      if (a->what == ARG_TENSOR) {
-        const CirTensor *t = a->tensor;
-        buf_printf(o, " %s %d", role_name(t->role), t->optional);
-        for (int j = 0; j < t->rank; j++)
-          if (t->shape[j].sym >= 0) buf_printf(o, " %s", p->dims[t->shape[j].sym].name);
-          else buf_printf(o, " %lld", t->shape[j].value);
-      }
-      buf_puts(o, "\n");
+  for (int i = 0; i < abi->nargs; i++) {
+    const KernelArg *a = &abi->args[i];
+    buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));
+    if (a->what == ARG_DIM) buf_printf(o, " role %d", p->dims[a->dim].role);
+    if (a->what == ARG_TENSOR) {
+      const CirTensor *t = a->tensor;
+      buf_printf(o, " %s %d", role_name(t->role), t->optional);
+      for (int j = 0; j < t->rank; j++)
+        if (t->shape[j].sym >= 0) buf_printf(o, " %s", p->dims[t->shape[j].sym].name);
+        else buf_printf(o, " %lld", t->shape[j].value);
     }
-    for (int i = 0; i < 3; i++) buf_printf(o, "grid %d\n", abi.grid_axis_of_dim[i]);
-  } else {
-    for (int i = 0; i < p->ndims; i++) buf_printf(o, "dim %s %d\n", p->dims[i].name, p->dims[i].role);
-    for (int i = 0; i < p->ntensors; i++) {
-      const CirTensor *t = p->tensors[i];
-      buf_printf(o, "tensor %s %s %s %d", t->name, role_name(t->role), dtype_name(t->dtype), t->optional);
-      for (int j = 0; j < t->rank; j++) buf_printf(o, " %d:%lld", t->shape[j].sym, t->shape[j].value);
-      buf_puts(o, "\n");
-    }
-    for (int i = 0; i < p->nparams; i++) buf_printf(o, "param %s %s\n", p->params[i]->name, dtype_name(p->params[i]->dtype));
+    buf_puts(o, "\n");
   }
+  for (int i = 0; i < 3; i++) buf_printf(o, "grid %d\n", abi->grid_axis_of_dim[i]);
   cir_dump_kernel(o, p, k);
 }
 
@@ -583,7 +572,7 @@ static void plan_program(Compilation *c, const CirProgram *p, ProgramPlan *pl) {
       snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
       Buf t;
       buf_init(&t);
-      digest_text(&t, p, k, c->archs[ti]);
+      digest_text(&t, p, k, &pl->abis[ki], c->archs[ti]);
       *u = codegen_add(&c->cg, t.data, p, k, &pl->abis[ki], c->archs[ti], arena_strdup(&c->arena, symbol));
       buf_free(&t);
     }
@@ -597,28 +586,29 @@ static void merge_diag(Diag *d, const char *text, int errors) {
 }
 
 static void add_fatbin_job(Compilation *c, KernelBinary *bins, int nb, cJSON *sj) {
-  for (int i = 0; i < c->nfatbins; i++) /* the same kernels (named by digest): one job for both stages */
-    if (c->fatbins[i].n == nb && !strcmp(c->fatbins[i].bins[0].symbol, bins[0].symbol)) {
-      for (int b = 0; b < nb; b++) kernel_binary_free(&bins[b]);
-      if (c->ndups == c->cap_dups) {
-        c->cap_dups = c->cap_dups ? 2 * c->cap_dups : 32;
-        c->dup_job = realloc(c->dup_job, sizeof *c->dup_job * (size_t)c->cap_dups);
-        c->dup_stage = realloc(c->dup_stage, sizeof *c->dup_stage * (size_t)c->cap_dups);
-        if (!c->dup_job || !c->dup_stage) cake_die("out of memory");
-      }
-      c->dup_job[c->ndups] = i;
-      c->dup_stage[c->ndups++] = sj;
-      return;
+  int job = -1;
+  for (int i = 0; i < c->nfatbins && job < 0; i++) /* the same kernels (named by digest): that job */
+    if (c->fatbins[i].n == nb && !strcmp(c->fatbins[i].bins[0].symbol, bins[0].symbol)) job = i;
+  if (job >= 0) {
+    for (int b = 0; b < nb; b++) kernel_binary_free(&bins[b]);
+  } else {
+    if (c->nfatbins == c->cap_fatbins) {
+      c->cap_fatbins = c->cap_fatbins ? 2 * c->cap_fatbins : 32;
+      c->fatbins = realloc(c->fatbins, sizeof *c->fatbins * (size_t)c->cap_fatbins);
+      if (!c->fatbins) cake_die("out of memory");
     }
-  if (c->nfatbins == c->cap_fatbins) {
-    c->cap_fatbins = c->cap_fatbins ? 2 * c->cap_fatbins : 32;
-    c->fatbins = realloc(c->fatbins, sizeof *c->fatbins * (size_t)c->cap_fatbins);
-    c->fatbin_stage = realloc(c->fatbin_stage, sizeof *c->fatbin_stage * (size_t)c->cap_fatbins);
+    KernelBinary *own = malloc(sizeof *own * (size_t)nb);
+    if (!own) cake_die("out of memory");
+    memcpy(own, bins, sizeof *own * (size_t)nb);
+    job = c->nfatbins++;
+    c->fatbins[job] = (FatbinJob){.bins = own, .n = nb};
   }
-  KernelBinary *own = malloc(sizeof *own * (size_t)nb);
-  memcpy(own, bins, sizeof *own * (size_t)nb);
-  c->fatbins[c->nfatbins] = (FatbinJob){.bins = own, .n = nb};
-  c->fatbin_stage[c->nfatbins++] = sj;
+  if (c->nuses == c->cap_uses) {
+    c->cap_uses = c->cap_uses ? 2 * c->cap_uses : 32;
+    c->fatbin_uses = realloc(c->fatbin_uses, sizeof *c->fatbin_uses * (size_t)c->cap_uses);
+    if (!c->fatbin_uses) cake_die("out of memory");
+  }
+  c->fatbin_uses[c->nuses++] = (struct FatbinUse){sj, job};
 }
 
 /* Make every stage's fatbin (in parallel) and write them in order. */
@@ -635,9 +625,9 @@ static int write_fatbins(Compilation *c) {
     char fname[600];
     snprintf(fname, sizeof fname, "%s.fatbin", j->bins[0].symbol);
     if (write_out(c, fname, j->data, j->len)) rc = 2;
-    if (c->fatbin_stage[i]) cJSON_AddStringToObject(c->fatbin_stage[i], "fatbin", fname);
-    for (int d = 0; d < c->ndups; d++)
-      if (c->dup_job[d] == i && c->dup_stage[d]) cJSON_AddStringToObject(c->dup_stage[d], "fatbin", fname);
+    for (int u = 0; u < c->nuses; u++)
+      if (c->fatbin_uses[u].job == i && c->fatbin_uses[u].stage)
+        cJSON_AddStringToObject(c->fatbin_uses[u].stage, "fatbin", fname);
   }
   return rc;
 }
@@ -651,9 +641,7 @@ static void free_fatbin_jobs(Compilation *c) {
     free(j->diag);
   }
   free(c->fatbins);
-  free(c->fatbin_stage);
-  free(c->dup_job);
-  free(c->dup_stage);
+  free(c->fatbin_uses);
 }
 
 /* Name one copy of a unit's result for this program: the digest covers what
@@ -661,10 +649,10 @@ static void free_fatbin_jobs(Compilation *c) {
  * that share a kernel share its name and its files.
  * `generated`: the PTX as generated (before any change for ptxas). */
 static void name_kernel(KernelBinary *kb, const char *generated, const CirProgram *p, const CirKernel *k,
-                        const char *target) {
+                        const KernelAbi *abi, const char *target) {
   Buf dt;
   buf_init(&dt);
-  digest_text(&dt, p, k, target);
+  digest_text(&dt, p, k, abi, target);
   buf_puts(&dt, generated);
   char hex[65];
   sha256_hex(dt.data, dt.len, hex);
@@ -729,7 +717,7 @@ static int compile_program(Compilation *c, const CirProgram *p, const ProgramPla
       KernelBinary *kb = &bins[nb++];
       codegen_copy(&c->cg, u, kb);
       const CodegenUnit *cu = &c->cg.units[u];
-      name_kernel(kb, cu->ptx_generated ? cu->ptx_generated : cu->kb.ptx, p, k, target);
+      name_kernel(kb, cu->ptx_generated ? cu->ptx_generated : cu->kb.ptx, p, k, abi, target);
       const char *symbol = kb->symbol;
       if (kb->note) buf_printf(&c->notes, "cakec: note: %s: %s\n", symbol, kb->note);
       if (c->emit == EMIT_MLIR || c->emit == EMIT_LLVM || c->emit == EMIT_PTX) {

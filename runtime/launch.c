@@ -174,12 +174,9 @@ static cake_status run_kernel(RtRun *r, int si) {
 static const RtExchange *run_exchange(const RtRun *r, int si, uint64_t *send, uint64_t *recv, size_t *bytes) {
   const cake_program *prog = r->p->prog;
   const RtExchange *x = &prog->exchanges[RT_EXCHANGE_INDEX(r->e->stages[si])];
-  const RtTensor *t = &prog->tensors[x->src];
-  size_t n = rt_dtype_bytes(t->dtype);
-  for (int j = 0; j < t->rank; j++) n *= (size_t)rt_extent(r->p, t->shape[j]);
   *send = r->ptr[x->src];
   *recv = r->ptr[x->dst];
-  *bytes = n;
+  *bytes = rt_exchange_bytes(r->p, x);
   return x;
 }
 

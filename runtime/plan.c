@@ -664,6 +664,13 @@ cake_status cake_plan_workspace_bytes(const cake_plan *p, size_t *bytes) {
   return s;
 }
 
+size_t rt_exchange_bytes(const cake_plan *p, const RtExchange *x) {
+  const RtTensor *t = &p->prog->tensors[x->src];
+  size_t n = rt_dtype_bytes(t->dtype); /* every tensor's bytes fit: finalize checked them */
+  for (int j = 0; j < t->rank; j++) n *= (size_t)rt_extent(p, t->shape[j]);
+  return n;
+}
+
 cake_status cake_plan_comm_bytes(const cake_plan *p, const char *entry, uint64_t *sent, uint64_t *received) {
   if (!sent || !received || !entry)
     return rt_fail(CAKE_ERR_ARGUMENT, "cake_plan_comm_bytes: entry, sent and received are required");
@@ -675,9 +682,7 @@ cake_status cake_plan_comm_bytes(const cake_plan *p, const char *entry, uint64_t
   uint64_t out = 0, in = 0;
   for (int si = 0; si < e->n; si++) {
     if (!RT_IS_EXCHANGE(e->stages[si])) continue;
-    const RtTensor *t = &p->prog->tensors[p->prog->exchanges[RT_EXCHANGE_INDEX(e->stages[si])].src];
-    uint64_t n = rt_dtype_bytes(t->dtype); /* every tensor's bytes fit: finalize checked them */
-    for (int j = 0; j < t->rank; j++) n *= (uint64_t)rt_extent(p, t->shape[j]);
+    uint64_t n = rt_exchange_bytes(p, &p->prog->exchanges[RT_EXCHANGE_INDEX(e->stages[si])]);
     out += n;
     in += n * (uint64_t)(p->nranks - 1);
   }

@@ -287,6 +287,8 @@ struct cake_plan {
 void rt_plan_timing_free(cake_plan *plan);
 
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
+/* What one rank sends in exchange `x`: its source's bytes under a finalized plan. */
+size_t rt_exchange_bytes(const cake_plan *plan, const RtExchange *x);
 /* The grid of stage `st` under the plan: each axis within CUDA's range
  * ([0, 2^31) on x, [0, 65535] on y and z), else CAKE_ERR_PLAN. */
 cake_status rt_grid_of(const cake_plan *plan, const RtStage *st, unsigned grid[3]);

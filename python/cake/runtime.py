@@ -148,6 +148,15 @@ def _free_package(L, h, cleanup):
         cleanup()
 
 
+def _offsets_i32(cu_seqlens, what):
+    """cu_seqlens as a ctypes int32 array (every offset checked to fit)."""
+    cu = _host_offsets(cu_seqlens)
+    bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
+    if bad:
+        raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset', 'CAKE_ERR_PLAN', what)
+    return (C.c_int32 * len(cu))(*cu)
+
+
 def _host_offsets(cu):
     if hasattr(cu, 'tolist'):  # numpy, torch (a device tensor is copied to the host)
         if hasattr(cu, 'cpu'):
@@ -190,13 +199,8 @@ class Program:
         if partition is not None:
             _set_partition(L, h, cu_seqlens, partition)
         elif cu_seqlens is not None:
-            cu = _host_offsets(cu_seqlens)
-            bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
-            if bad:
-                raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset',
-                            'CAKE_ERR_PLAN', 'docs')
-            arr = (C.c_int32 * len(cu))(*cu)
-            _check(L, L.cake_plan_set_docs(h, arr, len(cu) - 1), 'docs')
+            arr = _offsets_i32(cu_seqlens, 'docs')
+            _check(L, L.cake_plan_set_docs(h, arr, len(arr) - 1), 'docs')
         for k, v in (params or {}).items():
             _check(L, L.cake_plan_set_param(h, k.encode(), float(v)), f'param {k}')
         _check(L, L.cake_plan_finalize(h), 'finalize')
@@ -214,14 +218,9 @@ def _set_partition(L, h, cu_seqlens, part):
     if layout not in LAYOUTS:
         raise Error(ERR_ARGUMENT, f"unknown layout '{layout}' (one of {', '.join(LAYOUTS)})", 'CAKE_ERR_ARGUMENT',
                     'partition')
-    cu = _host_offsets(cu_seqlens)
-    bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
-    if bad:
-        raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset', 'CAKE_ERR_PLAN',
-                    'partition')
-    arr = (C.c_int32 * len(cu))(*cu)
-    T = cu[-1] if part.get('T') is None else int(part['T'])
-    _check(L, L.cake_plan_set_partition(h, arr, len(cu) - 1, T, int(part['R']), int(part['rank']),
+    arr = _offsets_i32(cu_seqlens, 'partition')
+    T = arr[len(arr) - 1] if part.get('T') is None else int(part['T'])
+    _check(L, L.cake_plan_set_partition(h, arr, len(arr) - 1, T, int(part['R']), int(part['rank']),
                                         LAYOUTS.index(layout), int(part.get('align', 0))), 'partition')
 
 
@@ -591,14 +590,10 @@ def partition(cu_seqlens, R, rank, layout='zigzag', align=0, T=None):
     next_rank, and the rank's local cu_seqlens (one local document per fragment). align: 0, or
     a chunk size: every cut inside a document at a multiple of it from the document's start."""
     L = _lib.runtime()
-    cu = _host_offsets(cu_seqlens)
     if layout not in LAYOUTS:
         raise Error(ERR_ARGUMENT, f"unknown layout '{layout}' (one of {', '.join(LAYOUTS)})", 'CAKE_ERR_ARGUMENT')
-    bad = [(i, v) for i, v in enumerate(cu) if not -2**31 <= v < 2**31]
-    if bad:
-        raise Error(ERR_PLAN, f'cu_seqlens[{bad[0][0]}] = {bad[0][1]} is not a 32-bit offset', 'CAKE_ERR_PLAN')
-    arr = (C.c_int32 * len(cu))(*cu)
-    ndocs, T = len(cu) - 1, cu[-1] if T is None else int(T)
+    arr = _offsets_i32(cu_seqlens, None)
+    ndocs, T = len(arr) - 1, arr[len(arr) - 1] if T is None else int(T)
     n = C.c_int64()
     args = (arr, ndocs, T, int(R), int(rank), LAYOUTS.index(layout), int(align))
     _check(L, L.cake_partition(*args, None, 0, C.byref(n), None), 'partition')

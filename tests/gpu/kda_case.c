@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_util.h"
 
@@ -74,6 +75,10 @@ void kda_case_make(KdaCase *c, const char *gate, int qk_norm, int beta_logits, i
 }
 
 void kda_case_reference(KdaCase *c) {
+  /* the float64 reference splits the heads over threads (same bits for any
+   * count); at most 12, each holding one document's per-token states */
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  ref_kda_threads = ncpu < 1 ? 1 : ncpu > 12 ? 12 : (int)ncpu;
   for (int o = 0; o < KDA_NOUT; o++) c->ref[o] = calloc(c->n[o] + 1, 8);
   const double *rh0 = c->with_h0 ? c->fh0 : NULL;
   ref_kda_fwd_gva(&c->ko, c->T, c->H, c->HV, KDA_K, KDA_V, c->cu, c->N, c->fq, c->fk, c->fv, c->fg, c->fbeta, c->fA,

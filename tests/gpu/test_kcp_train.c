@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "kcp_group.h"
 
@@ -116,8 +115,6 @@ int main(int argc, char **argv) {
   gpu_init();
   cake_package *pkg;
   RT(cake_package_load(argv[1], NULL, &pkg));
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  ref_kda_threads = ncpu < 1 ? 1 : ncpu > 12 ? 12 : (int)ncpu;
   static const int32_t cu_three[] = {0, 1000, 1001, 4096};
   static const int32_t cu_two[] = {0, 77, 700};
   static const int32_t cu_mixed[] = {0, 1000, 1001, 1001, 4096, 6000}; /* a one-token and an empty document */

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "gpu_util.h"
 #include "kda_train.h"
@@ -137,10 +136,6 @@ int main(int argc, char **argv) {
   gpu_init();
   cake_package *pkg;
   RT(cake_package_load(argv[1], NULL, &pkg));
-  /* the float64 reference splits the heads over threads (same bits for any
-   * count); at most 12, each holding one document's per-token states */
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  ref_kda_threads = ncpu < 1 ? 1 : ncpu > 12 ? 12 : (int)ncpu;
   static const int32_t cu_anchor[] = {0, 15945, 15945 + 21845, 65536};
   /* many short documents: lengths 1..200 from a fixed sequence, T = 8192 */
   static int32_t cu_short[8192 + 1];
