@@ -14,7 +14,11 @@ static void scan_block(const CirBlock *b, int *tensors, int *params, int *dims, 
     if (cake_ops[in->op].kind == OK_FRAG) *frags = 1;
     if (in->op == OP_VALID) *chunks = 1;
     for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
-      if (in->index[j].kind == IX_CHUNK) *chunks = 1;
+      if (in->index[j].kind == IX_CHUNK) {
+        *chunks = 1;
+        if (in->index[j].halo) tensors[in->index[j].halo->index] = 1; /* the tokens of other ranks */
+        if (in->index[j].shift > 0) *docs = 1; /* the document's end (doc_table) */
+      }
     if (in->body) scan_block(in->body, tensors, params, dims, chunks, docs, frags);
   }
 }

@@ -14,7 +14,7 @@
 
 typedef enum {
   ARG_TENSOR,      /* a program tensor: kind buffer (in/out), workspace (temp) or saved (save) */
-  ARG_CHUNK_TABLE, /* i32 [nchunks, 4]: start token, end token, doc, 0 */
+  ARG_CHUNK_TABLE, /* i32 [nchunks, 4]: start token, end token, doc, the doc's first token */
   ARG_DOC_TABLE,   /* i32 [N + 1]: first chunk of each document */
   ARG_FRAG_TABLE,  /* i32 [6 N + 2 E]: per fragment continues, continued, first and count of its
                       `before` entries, first and count of its `after` entries; then the entries

@@ -75,7 +75,11 @@ static void dump_window(Buf *o, const CirInst *in) {
     if (i) buf_puts(o, ", ");
     switch (ix->kind) {
       case IX_FULL: buf_printf(o, ":%d", ix->size); break;
-      case IX_CHUNK: buf_printf(o, "chunk %%%d", ix->v->id); break;
+      case IX_CHUNK:
+        if (ix->shift && ix->halo) buf_printf(o, "chunk %%%d shift %d halo %s", ix->v->id, ix->shift, ix->halo->name);
+        else if (ix->shift) buf_printf(o, "chunk %%%d shift %d", ix->v->id, ix->shift);
+        else buf_printf(o, "chunk %%%d", ix->v->id);
+        break;
       case IX_BLOCK: buf_printf(o, "block %%%d x %d", ix->v->id, ix->size); break;
       case IX_SCALAR: buf_printf(o, "%%%d", ix->v->id); break;
     }
@@ -203,7 +207,11 @@ void cir_dump(Buf *o, const CirProgram *p) {
   for (int i = 0; i < p->nkernels; i++) cir_dump_kernel(o, p, p->kernels[i]);
   for (int i = 0; i < p->nexchanges; i++) {
     const CirKernel *x = p->exchanges[i];
-    buf_printf(o, "exchange %s = %s(%s) -> %s\n", x->name, xchg_op_name(x->exchange), x->xsrc->name, x->xdst->name);
+    if (x->exchange == XCHG_HALO)
+      buf_printf(o, "exchange %s = halo(%s, %d, %d) -> %s\n", x->name, x->xsrc->name, x->xbefore, x->xafter,
+                 x->xdst->name);
+    else
+      buf_printf(o, "exchange %s = %s(%s) -> %s\n", x->name, xchg_op_name(x->exchange), x->xsrc->name, x->xdst->name);
   }
   for (int i = 0; i < p->nentries; i++) {
     const CirEntry *e = p->entries[i];
@@ -217,4 +225,10 @@ int cir_tensor_index(const CirProgram *p, const char *name) {
   for (int i = 0; i < p->ntensors; i++)
     if (!strcmp(p->tensors[i]->name, name)) return i;
   return -1;
+}
+
+const CirKernel *cir_halo_exchange(const CirProgram *p, const CirTensor *dst) {
+  for (int i = 0; dst && i < p->nexchanges; i++)
+    if (p->exchanges[i]->exchange == XCHG_HALO && p->exchanges[i]->xdst == dst) return p->exchanges[i];
+  return NULL;
 }

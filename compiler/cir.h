@@ -72,6 +72,9 @@ typedef struct CirIndex {
   IndexKind kind;
   struct CirInst *v; /* IX_CHUNK: chunk index; IX_BLOCK: block index; IX_SCALAR: i32 value */
   int size;          /* extent of the selected window along this axis (IX_FULL/IX_CHUNK/IX_BLOCK) */
+  int shift;         /* IX_CHUNK: `shift(c, s)`, the chunk's rows moved by s tokens (0: the chunk itself) */
+  struct CirTensor *halo; /* a shifted window of a context-parallel program: the destination of its
+                             tensor's halo exchange, which holds the tokens of other ranks */
 } CirIndex;
 
 typedef struct CirBlock CirBlock;
@@ -110,7 +113,7 @@ struct CirBlock {
 };
 
 /* An exchange stage of a context-parallel program (between kernels). */
-typedef enum { XCHG_NONE = 0, XCHG_ALL_GATHER } XchgOp;
+typedef enum { XCHG_NONE = 0, XCHG_ALL_GATHER, XCHG_HALO } XchgOp;
 const char *xchg_op_name(XchgOp op);
 
 typedef struct CirKernel {
@@ -120,6 +123,10 @@ typedef struct CirKernel {
    * rank lands in `dst` (all_gather: dst[r, ...] = src of rank r) */
   XchgOp exchange;
   CirTensor *xsrc, *xdst;
+  /* halo: dst[f, i, ...] = the token `before` - i tokens before fragment f
+   * (i < before), or i - before after its end, of its document (0 outside
+   * it); src a token tensor, dst [F, before + after] + src's other extents */
+  int xbefore, xafter;
   CirAxis axes[CIR_MAX_AXES];
   int naxes;
   int threads;
@@ -219,5 +226,8 @@ void cir_extent_str(char *buf, size_t n, const CirProgram *p, CirExtent e);
 void cir_count_uses(CirKernel *k);
 /* The index of tensor `name` in p->tensors, or -1. */
 int cir_tensor_index(const CirProgram *p, const char *name);
+
+/* The halo exchange whose destination is `dst` (CirIndex.halo), or NULL. */
+const CirKernel *cir_halo_exchange(const CirProgram *p, const CirTensor *dst);
 
 #endif

@@ -52,6 +52,7 @@ typedef struct Tile {
 typedef struct Chunk {
   long long start, end;
   int doc;
+  long long doc_start, doc_end; /* its document's tokens */
 } Chunk;
 
 typedef struct Interp {
@@ -69,6 +70,7 @@ typedef struct Interp {
   char *err;
   size_t errlen;
   int failed;
+  const CirTensor *win_halo; /* walk_window: the element passed is one of this halo's (a shifted window) */
 } Interp;
 
 static void fail(Interp *I, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -140,7 +142,11 @@ static void walk_window(Interp *I, const CirInst *in, WinFn fn, void *ctx) {
   const CirTensor *t = in->tensor;
   long long base[CIR_MAX_TENSOR_RANK];
   long long lim[CIR_MAX_TENSOR_RANK];
-  int free_axes[2], nf = 0;
+  long long lo[CIR_MAX_TENSOR_RANK] = {0};
+  long long own_end = -1; /* a shifted window: row r must itself lie in the chunk (start + r < own_end) */
+  int own_axis = -1, free_axes[2], nf = 0;
+  const CirKernel *hx = NULL; /* and the halo it reads through (tokens of other ranks) */
+  long long frag = 0;
   for (int i = 0; i < t->rank; i++) {
     const CirIndex *ix = &in->index[i];
     long long ext = extent(I, t->shape[i]);
@@ -152,6 +158,15 @@ static void walk_window(Interp *I, const CirInst *in, WinFn fn, void *ctx) {
         if (c < 0 || c >= I->nchunks) { fail(I, in, "chunk index %lld out of range", c); return; }
         base[i] = I->chunks[c].start;
         lim[i] = I->chunks[c].end;
+        if (ix->shift) { /* rows of the token `shift` away, inside the chunk's document */
+          own_axis = i;
+          own_end = I->chunks[c].end - I->chunks[c].start;
+          base[i] += ix->shift;
+          lo[i] = I->chunks[c].doc_start;
+          lim[i] = I->chunks[c].doc_end;
+          hx = cir_halo_exchange(I->p, ix->halo);
+          frag = I->chunks[c].doc;
+        }
         free_axes[nf++] = i;
         break;
       }
@@ -181,9 +196,26 @@ static void walk_window(Interp *I, const CirInst *in, WinFn fn, void *ctx) {
       int masked = 0;
       if (nf == 2) idx[free_axes[0]] += r;
       if (nf >= 1) idx[free_axes[nf - 1]] += c;
+      int own_out = own_axis >= 0 && (own_axis == free_axes[0] && nf == 2 ? r : c) >= own_end;
       for (int i = 0; i < t->rank; i++)
-        if (idx[i] >= lim[i]) masked = 1;
+        if (idx[i] >= lim[i] || idx[i] < lo[i]) masked = 1;
       long long off = 0;
+      if (hx && masked && !own_out) { /* before or after the fragment: its halo's row, if it holds one */
+        long long tok = idx[own_axis], hrow = -1, B = hx->xbefore, A = hx->xafter;
+        if (tok < lo[own_axis] && tok >= lo[own_axis] - B) hrow = B - (lo[own_axis] - tok);
+        if (tok >= lim[own_axis] && tok < lim[own_axis] + A) hrow = B + (tok - lim[own_axis]);
+        for (int i = 1; i < t->rank && hrow >= 0; i++)
+          if (idx[i] >= lim[i] || idx[i] < lo[i]) hrow = -1;
+        if (hrow >= 0) {
+          off = frag * (B + A) + hrow; /* [F, B + A] + the source's other extents */
+          for (int i = 1; i < t->rank; i++) off = off * extent(I, t->shape[i]) + idx[i];
+          I->win_halo = hx->xdst;
+          fn(I, in, off, r, c, ctx);
+          I->win_halo = NULL;
+          continue;
+        }
+      }
+      if (own_out) masked = 1;
       for (int i = 0; i < t->rank; i++) off = off * extent(I, t->shape[i]) + idx[i];
       fn(I, in, masked ? -1 : off, r, c, ctx);
     }
@@ -200,7 +232,8 @@ typedef struct { Tile *out; double *data; } LoadCtx;
 static void load_elem(Interp *I, const CirInst *in, long long off, int r, int c, void *vctx) {
   LoadCtx *x = vctx;
   double v = 0;
-  if (off >= 0) v = x->data ? rnd(I, in->tensor->dtype, x->data[off]) : in->fval;
+  if (off >= 0 && I->win_halo) v = rnd(I, in->tensor->dtype, I->args->tensors[I->win_halo->index][off]);
+  else if (off >= 0) v = x->data ? rnd(I, in->tensor->dtype, x->data[off]) : in->fval;
   x->out->v[r * cols_of(in->ty) + c] = v;
 }
 
@@ -711,7 +744,7 @@ static int run_begin(Run *R, const CirProgram *p, const CirEntry *en, const Inte
     }
     I->doc_first[d] = I->nchunks;
     for (long long t = s; t < e; t += p->chunk)
-      I->chunks[I->nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d};
+      I->chunks[I->nchunks++] = (Chunk){t, t + p->chunk < e ? t + p->chunk : e, (int)d, s, e};
   }
   I->doc_first[I->ndocs] = I->nchunks;
   if (p->chunks_dim >= 0) I->dims[p->chunks_dim] = I->nchunks;
@@ -786,6 +819,61 @@ static void all_gather(Run *runs, int n, const CirKernel *x) {
   }
 }
 
+/* Tokens of rank r's fragment f: [*start, *start + return). */
+static long long frag_tokens(const Run *run, long long f, long long *start) {
+  const InterpArgs *a = run->I.args;
+  long long T = run->I.dims[run->I.p->tokens_dim];
+  *start = a->cu_seqlens ? a->cu_seqlens[f] : 0;
+  return (a->cu_seqlens ? a->cu_seqlens[f + 1] : T) - *start;
+}
+
+/* halo: dst[f, i] of every rank's fragment f = the token B - i before the
+ * fragment (i < B) or i - B after its end, in its document, from the rank
+ * that holds it; 0 beyond the document. */
+static void halo(Run *runs, int n, const CirKernel *x) {
+  const CirProgram *p = runs[0].I.p;
+  const int B = x->xbefore, A = x->xafter;
+  long long m = 1; /* elements per token */
+  for (int i = 1; i < x->xsrc->rank; i++) m *= extent(&runs[0].I, x->xsrc->shape[i]);
+  for (int q = 0; q < n; q++) {
+    const InterpArgs *a = runs[q].I.args;
+    double *dst = a->tensors[x->xdst->index];
+    long long F = cake_interp_numel(p, x->xdst, runs[q].I.dims) / ((B + A) * m);
+    memset(dst, 0, sizeof(double) * (size_t)(F * (B + A) * m));
+    for (long long f = 0; f < runs[q].I.ndocs && f < F && a->frags; f++) {
+      const InterpFrag *fr = &a->frags[f];
+      for (int i = 0; i < B + A; i++) {
+        long long dist = i < B ? B - i : i - B, k, start = 0, len = 0; /* tokens before the start / after the end */
+        int r = -1;
+        long long g = -1;
+        if (i < B) {
+          for (k = fr->before_count - 1; k >= 0; k--) { /* the fragments before, nearest first */
+            r = a->pairs[2 * (fr->before_first + k)];
+            g = a->pairs[2 * (fr->before_first + k) + 1];
+            len = frag_tokens(&runs[r], g, &start);
+            if (dist <= len) break;
+            dist -= len;
+          }
+          if (k < 0) continue;
+          start += len - dist;
+        } else {
+          for (k = 0; k < fr->after_count; k++) {
+            r = a->pairs[2 * (fr->after_first + k)];
+            g = a->pairs[2 * (fr->after_first + k) + 1];
+            len = frag_tokens(&runs[r], g, &start);
+            if (dist < len) break;
+            dist -= len;
+          }
+          if (k == fr->after_count) continue;
+          start += dist;
+        }
+        const double *src = runs[r].I.args->tensors[x->xsrc->index];
+        memcpy(dst + (size_t)((f * (B + A) + i) * m), src + (size_t)(start * m), sizeof(double) * (size_t)m);
+      }
+    }
+  }
+}
+
 int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, const InterpArgs *const *args, char *err,
                           size_t errlen) {
   const CirEntry *en = find_entry(p, entry);
@@ -817,7 +905,8 @@ int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, co
     const CirKernel *k = en->stages[s];
     if (k->exchange) {
       for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 1);
-      all_gather(runs, nranks, k);
+      if (k->exchange == XCHG_HALO) halo(runs, nranks, k);
+      else all_gather(runs, nranks, k);
       for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 0);
       continue;
     }

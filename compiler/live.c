@@ -15,6 +15,12 @@ static void scan(const CirBlock *b, int *acc) {
       int *a = &acc[in->tensor->index];
       if (!(*a & ACC_STORE)) *a |= ACC_READ_FIRST;
       *a |= ACC_LOAD;
+      for (int j = 0; j < in->tensor->rank; j++)
+        if (in->index[j].halo) { /* a shifted window reads its tensor's halo too */
+          int *h = &acc[in->index[j].halo->index];
+          if (!(*h & ACC_STORE)) *h |= ACC_READ_FIRST;
+          *h |= ACC_LOAD;
+        }
     } else if (in->tensor && in->op == OP_STORE) {
       acc[in->tensor->index] |= ACC_STORE;
     }

@@ -1094,6 +1094,61 @@ static int check_chunk_arith(Sema *s, const CirTensor *t, int axis, const Expr *
   return 0;
 }
 
+/* `shift(c, s)` on the token axis: the C rows of chunk c moved by s tokens
+ * (s a constant in [-C, C]); row r holds token start + r + s when row r
+ * and that token both lie in the chunk's document, else 0. Loads only. */
+static int shift_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, CirIndex *out, int *rows) {
+  if (ix->args.len != 2) {
+    ERR(ix->loc, "shift takes a chunk index and a constant number of tokens: `shift(c, -1)`");
+    return 0;
+  }
+  const Expr *ce = ix->args.items[0];
+  CirInst *v = expr(s, ce);
+  if (is_poison(v)) return 0;
+  if (!is_chunk_index(v)) {
+    ERR(ce->loc, "shift's first argument must be a chunk index (a grid index over chunks, or a scan's)");
+    return 0;
+  }
+  const CirExtent ext = t->shape[axis];
+  if (ext.sym < 0 || ext.sym != s->p->tokens_dim) {
+    char ename[64];
+    cir_extent_str(ename, sizeof ename, s->p, ext);
+    ERR(ix->loc, "shift moves a chunk's rows along the token axis, but axis %d of '%s' has extent %s", axis, t->name,
+        ename);
+    return 0;
+  }
+  long long n;
+  if (!const_int(s, ix->args.items[1], &n, "shift's number of tokens")) return 0;
+  if (n < -s->p->chunk || n > s->p->chunk) {
+    ERR(((const Expr *)ix->args.items[1])->loc, "shift moves rows by at most the chunk size (%d tokens either way), not %lld",
+        s->p->chunk, n);
+    return 0;
+  }
+  if (s->p->ranks_dim >= 0 && n) { /* tokens of the document on other ranks come through t's halo */
+    const CirKernel *hx = NULL;
+    for (int i = 0; i < s->p->nexchanges; i++)
+      if (s->p->exchanges[i]->exchange == XCHG_HALO && s->p->exchanges[i]->xsrc == t) hx = s->p->exchanges[i];
+    if (!hx) {
+      ERR(ix->loc, "in a context-parallel program, a shifted window of '%s' reads tokens that other ranks hold: "
+                   "declare its halo, `exchange NAME = halo(%s, %d, %d) -> DST`, and run it before this kernel",
+          t->name, t->name, n < 0 ? (int)-n : 0, n > 0 ? (int)n : 0);
+      return 0;
+    }
+    if ((n < 0 && -n > hx->xbefore) || (n > 0 && n > hx->xafter)) {
+      ERR(ix->loc, "this window reads %lld tokens %s a fragment, but the halo of '%s' ('%s') brings %d", n < 0 ? -n : n,
+          n < 0 ? "before" : "after", t->name, hx->name, n < 0 ? hx->xbefore : hx->xafter);
+      return 0;
+    }
+    out->halo = hx->xdst;
+  }
+  out->kind = IX_CHUNK;
+  out->v = v;
+  out->size = s->p->chunk;
+  out->shift = (int)n;
+  *rows = out->size;
+  return 1;
+}
+
 /* Classify one index of a load/store window. Returns 0 on error. */
 static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, CirIndex *out, int *rows) {
   const CirExtent ext = t->shape[axis];
@@ -1114,6 +1169,7 @@ static int window_index(Sema *s, const CirTensor *t, int axis, const Expr *ix, C
     ERR(ix->loc, "None is not a window index; expand the loaded tile instead");
     return 0;
   }
+  if (ix->kind == E_CALL && !strcmp(ix->name, "shift")) return shift_index(s, t, axis, ix, out, rows);
   CirInst *v = expr(s, ix);
   if (is_poison(v) || !i32_fits(s, v)) return 0;
   if (v->ty.rank != 0 || v->ty.dt != DT_I32) {
@@ -1291,6 +1347,8 @@ static CirInst *call_expr(Sema *s, const Expr *e) {
     Sym *y = find_sym(s, e->name);
     if (is_poison_sym(y)) return poison(s, e->loc);
     if (y) ERR(e->loc, "'%s' is a %s and cannot be called", e->name, sym_kind_name(y->kind));
+    else if (!strcmp(e->name, "shift"))
+      ERR(e->loc, "shift(c, s) is a window index on a token axis (`load x[shift(c, -1), :]`), not a value");
     else ERR(e->loc, "unknown function '%s'", e->name);
     return poison(s, e->loc);
   }
@@ -1647,6 +1705,12 @@ static void store_stmt(Sema *s, const Stmt *st) {
   in->tensor = ten;
   CirType ty;
   if (!window(s, ten, &t->args, t->loc, in, &ty)) return;
+  for (int i = 0; i < ten->rank; i++)
+    if (in->index[i].shift) {
+      const Expr *ix = t->args.items[i];
+      ERR(ix->loc, "a shifted window can only be loaded: store to the chunk itself");
+      return;
+    }
   if (is_poison(v) || !i32_fits(s, v)) return;
   if (v->ty.dt != ty.dt) {
     ERR(st->value->loc, "dtype mismatch: '%s' holds %s, the stored value is %s; convert with `as %s`", ten->name,
@@ -2172,7 +2236,99 @@ static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
   }
 }
 
-const char *xchg_op_name(XchgOp op) { return op == XCHG_ALL_GATHER ? "all_gather" : "none"; }
+const char *xchg_op_name(XchgOp op) {
+  return op == XCHG_ALL_GATHER ? "all_gather" : op == XCHG_HALO ? "halo" : "none";
+}
+
+/* `exchange NAME = halo(SRC, B, A) -> DST`: SRC a token tensor (first axis
+ * the tokens dim) of any role, DST a temp [F, B + A] + SRC's other extents,
+ * one dtype; B, A constants in [0, C], not both 0; one halo per source. The
+ * shifted windows of SRC read the other ranks' tokens through DST. */
+static void halo_decl(Sema *s, const Decl *d) {
+  CirProgram *p = s->p;
+  if (d->xargs.len != 2) {
+    ERR(d->xop.loc, "halo takes its source and two widths, the tokens before each fragment and after it: "
+                    "`halo(x, 3, 0)`");
+    poison_name(s, &d->name);
+    return;
+  }
+  long long w[2];
+  for (int i = 0; i < 2; i++) {
+    const Expr *e = d->xargs.items[i];
+    if (!const_int(s, e, &w[i], i ? "the tokens after" : "the tokens before")) {
+      poison_name(s, &d->name);
+      return;
+    }
+    if (w[i] < 0 || w[i] > p->chunk) {
+      ERR(e->loc, "a halo is at most a chunk wide (0 to %d tokens), not %lld", p->chunk, w[i]);
+      poison_name(s, &d->name);
+      return;
+    }
+  }
+  if (!w[0] && !w[1]) {
+    ERR(d->xop.loc, "a halo of no tokens before and none after exchanges nothing");
+    poison_name(s, &d->name);
+    return;
+  }
+  CirTensor *t[2] = {0};
+  const Ident *ids[2] = {&d->xsrc, &d->xdst};
+  for (int i = 0; i < 2; i++) {
+    Sym *y = find_sym(s, ids[i]->name);
+    if (is_poison_sym(y)) {
+      poison_name(s, &d->name);
+      return;
+    }
+    if (!y || y->kind != SYM_TENSOR) {
+      ERR(ids[i]->loc, "'%s' must be a tensor declared before the exchange", ids[i]->name);
+      poison_name(s, &d->name);
+      return;
+    }
+    t[i] = y->ptr;
+  }
+  CirTensor *src = t[0], *dst = t[1];
+  if (src->shape[0].sym != p->tokens_dim || src->shape[0].sym < 0) {
+    ERR(d->xsrc.loc, "a halo exchanges tokens: the first axis of '%s' must be the token dim%s%s", src->name,
+        p->tokens_dim >= 0 ? " " : "", p->tokens_dim >= 0 ? p->dims[p->tokens_dim].name : "");
+    poison_name(s, &d->name);
+    return;
+  }
+  if (dst->role != ROLE_TEMP) {
+    ERR(d->xdst.loc, "an exchange's destination is a temp; '%s' is %s", dst->name, role_name(dst->role));
+    poison_name(s, &d->name);
+    return;
+  }
+  int ok = src != dst && src->dtype == dst->dtype && dst->rank == src->rank + 1 && p->frags_dim >= 0 &&
+           dst->shape[0].sym == p->frags_dim && dst->shape[1].sym < 0 && dst->shape[1].value == w[0] + w[1];
+  for (int i = 1; ok && i < src->rank; i++)
+    ok = dst->shape[i + 1].sym == src->shape[i].sym && (src->shape[i].sym >= 0 || dst->shape[i + 1].value == src->shape[i].value);
+  if (!ok) {
+    ERR(d->xdst.loc, "halo's destination must be [%s, %lld] followed by the source's extents after its first, with "
+                     "its dtype (%s): '%s' is not",
+        p->frags_dim >= 0 ? p->dims[p->frags_dim].name : "F", w[0] + w[1], dtype_name(src->dtype), dst->name);
+    poison_name(s, &d->name);
+    return;
+  }
+  for (int i = 0; i < p->nexchanges; i++)
+    if (p->exchanges[i]->exchange == XCHG_HALO && p->exchanges[i]->xsrc == src) {
+      ERR(d->xsrc.loc, "'%s' already has a halo ('%s'); give it one, as wide as its shifted windows need",
+          src->name, p->exchanges[i]->name);
+      poison_name(s, &d->name);
+      return;
+    }
+  CirKernel *k = arena_alloc(s->a, sizeof(CirKernel));
+  k->name = d->name.name;
+  k->loc = d->name.loc;
+  k->exchange = XCHG_HALO;
+  k->xsrc = src;
+  k->xdst = dst;
+  k->xbefore = (int)w[0];
+  k->xafter = (int)w[1];
+  Sym *y = add_sym(s, k->name, SYM_KERNEL, d->name.loc);
+  if (!y) return;
+  y->ptr = k;
+  k->index = p->nexchanges;
+  p->exchanges[p->nexchanges++] = k;
+}
 
 /* `exchange NAME = all_gather(SRC) -> DST`: SRC and DST temps declared
  * before, DST = [R] + SRC's shape, the same dtype; SRC's shape the same on
@@ -2185,8 +2341,17 @@ static void exchange_decl(Sema *s, const Decl *d) {
     poison_name(s, &d->name);
     return;
   }
+  if (!strcmp(d->xop.name, "halo")) {
+    halo_decl(s, d);
+    return;
+  }
   if (strcmp(d->xop.name, "all_gather") != 0) {
-    ERR(d->xop.loc, "unknown exchange '%s' (there is `all_gather`)", d->xop.name);
+    ERR(d->xop.loc, "unknown exchange '%s' (there are `all_gather` and `halo`)", d->xop.name);
+    poison_name(s, &d->name);
+    return;
+  }
+  if (d->xargs.len) {
+    ERR(((const Expr *)d->xargs.items[0])->loc, "all_gather takes only its source: `all_gather(%s)`", d->xsrc.name);
     poison_name(s, &d->name);
     return;
   }
@@ -2386,6 +2551,35 @@ static void decls_pass1(Sema *s, const PtrVec *decls, PtrVec *active, const Decl
   }
 }
 
+/* Every shifted load in `b` that reads through a halo is of a halo run
+ * before stage `at` of entry `en` (its destination holds nothing before). */
+static void check_halo_loads(Sema *s, const CirEntry *en, int at, const CirBlock *b) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if (in->body) check_halo_loads(s, en, at, in->body);
+    for (int j = 0; in->op == OP_LOAD && j < in->tensor->rank; j++) {
+      const CirTensor *h = in->index[j].halo;
+      if (!h) continue;
+      int seen = 0;
+      for (int q = 0; q < at; q++) seen |= en->stages[q]->exchange == XCHG_HALO && en->stages[q]->xdst == h;
+      for (int q = 0; q < s->p->nexchanges && !seen; q++) {
+        const CirKernel *x = s->p->exchanges[q];
+        if (x->exchange == XCHG_HALO && x->xdst == h) {
+          ERR(en->loc, "entry '%s' runs kernel '%s', whose shifted windows of '%s' read its halo, before the "
+                       "halo's exchange '%s': list '%s' before '%s'",
+              en->name, en->stages[at]->name, in->tensor->name, x->name, x->name, en->stages[at]->name);
+          return;
+        }
+      }
+    }
+  }
+}
+
+static void check_entry_halos(Sema *s, const CirEntry *en) {
+  for (int i = 0; i < en->nstages; i++)
+    if (!en->stages[i]->exchange) check_halo_loads(s, en, i, &en->stages[i]->body);
+}
+
 CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOptionSet *opts) {
   Sema ss = {0}, *s = &ss;
   s->a = arena;
@@ -2470,6 +2664,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
     }
     y->ptr = en;
     p->entries[p->nentries++] = en;
+    check_entry_halos(s, en);
   }
   if (p->nkernels == 0 && diag->errors == errors0) ERR(ast->name.loc, "program '%s' has no kernels", p->name);
   if (diag->errors != errors0) return NULL;

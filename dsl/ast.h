@@ -157,6 +157,7 @@ typedef struct Decl {
   PtrVec prefers;   /* D_OPTION: Prefer*, in order */
   Ident frags;      /* D_RANKS: the fragments dim, the most any rank holds (name NULL when absent) */
   Ident xop, xsrc, xdst; /* D_EXCHANGE: the operation, its source and destination tensors */
+  PtrVec xargs;          /* D_EXCHANGE: the numbers after the source (Expr*) */
 } Decl;
 
 typedef struct Program {

@@ -136,7 +136,7 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 
 %type <expr> expr postfix primary index_item opt_default opt_threads shape_item
 %type <vec> decls ident_list expr_list index_list const_list axis_list stmts opt_carry args
-%type <vec> else_decls else_stmts shape_list prefer_list
+%type <vec> else_decls else_stmts shape_list prefer_list xchg_args
 %type <decl> decl const_item
 %type <stmt> stmt if_stmt
 %type <decl> if_decl
@@ -181,7 +181,7 @@ decls
  *       | "kernel" name "over" "(" axes ")" ["threads" expr] "{" stmt* "}"
  *       | "entry" name "=" names
  *       | "ranks" name ["," "fragments" name]  (a context-parallel program)
- *       | "exchange" name "=" name "(" name ")" "->" name
+ *       | "exchange" name "=" name "(" name ("," expr)* ")" "->" name
  *       | "require" expr                       (a relation between dims) */
 decl
   : DIM ident_list {
@@ -227,12 +227,13 @@ decl
       $$->name = (Ident){$2, L(@2)};
       $$->frags = (Ident){$5, L(@5)};
     }
-  | EXCHANGE IDENT '=' IDENT '(' IDENT ')' ARROW IDENT {
+  | EXCHANGE IDENT '=' IDENT '(' IDENT xchg_args ')' ARROW IDENT {
       $$ = NEW(Decl); $$->kind = D_EXCHANGE; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)};
       $$->xop = (Ident){$4, L(@4)};
       $$->xsrc = (Ident){$6, L(@6)};
-      $$->xdst = (Ident){$9, L(@9)};
+      $$->xargs = $7;
+      $$->xdst = (Ident){$10, L(@10)};
     }
   | OPTION option_name '=' IDENT IN '(' ident_list ')' prefer_list {
       $$ = NEW(Decl); $$->kind = D_OPTION; $$->loc = L(@1);
@@ -246,6 +247,12 @@ decl
       $$->value = $2; $$->value_loc = L(@2);
     }
   | if_decl { $$ = $1; }
+  ;
+
+/* xchg_args := ("," expr)*: an exchange's numbers after its source (halo's widths) */
+xchg_args
+  : %empty { memset(&$$, 0, sizeof $$); }
+  | xchg_args ',' expr { $$ = $1; ptrvec_push(pc->arena, &$$, $3); }
   ;
 
 /* prefer_list := ("prefer" NAME "when" expr)*: how the runtime chooses the

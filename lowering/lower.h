@@ -64,6 +64,7 @@ typedef struct Home {
 
 typedef struct ChunkInfo {
   MlirValue start, end; /* i32 token range of the chunk */
+  MlirValue doc, doc_start, doc_end; /* its document, and that one's first token and end (shifted windows) */
   int set;
 } ChunkInfo;
 
@@ -99,6 +100,7 @@ typedef struct LK {
   long long smem_bytes; /* the plan's size, checked against the target's smem_per_block before it is used as an int */
   int failed;
   AccCtx acc;
+  int shifts;         /* its shifted windows (`shift(c, s)`): 1 some move rows back (s < 0), 2 some forward */
   int dmm_elementwise; /* decay_mm and decay_mm_t element by element: the blocked form's staging does not fit */
   /* the scan being emitted: where prefetched loads refill for the next chunk */
   const CirBlock *scan_body;

@@ -122,6 +122,8 @@ void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, 
 typedef struct WinAddr {
   MlirValue off;     /* i64 element offset of element (r, c) */
   MlirValue valid;   /* i1, or null when always in range */
+  MlirValue halo;    /* i1: the element is the halo's (a shifted window's row outside its fragment), or null */
+  MlirValue hoff;    /* then its i64 offset in the halo */
   int contiguous;    /* the column lanes are adjacent in memory */
   int align_elems;   /* known alignment of `off` in elements (for lane 0) */
 } WinAddr;
@@ -149,13 +151,13 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
   int free_axes[2], nf = 0;
   for (int i = 0; i < t->rank; i++)
     if (in->index[i].kind != IX_SCALAR) free_axes[nf++] = i;
-  MlirValue off = mlb_i64(b, 0);
+  MlirValue off = mlb_i64(b, 0), hoff = (MlirValue){0};
   long long align = 0; /* gcd of the known factors of every nonconstant term */
   int col_axis = nf ? free_axes[nf - 1] : -1;
   for (int i = 0; i < t->rank; i++) {
     const CirIndex *ix = &in->index[i];
     MlirValue coord = (nf == 2 && i == free_axes[0]) ? r : c;
-    MlirValue idx;
+    MlirValue idx, hidx = (MlirValue){0};
     switch (ix->kind) {
       case IX_FULL: idx = coord; break;
       case IX_CHUNK: {
@@ -163,6 +165,22 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
         CAKE_ASSERT(ci->set);
         idx = mlb_add(b, ci->start, coord);
         MlirValue ok = mlb_cmpi(b, "slt", idx, ci->end);
+        if (ix->shift) { /* the token `shift` away, if it lies in the document too */
+          CAKE_ASSERT(!mlirValueIsNull(ix->shift < 0 ? ci->doc_start : ci->doc_end));
+          idx = mlb_add(b, idx, mlb_i32(b, ix->shift));
+          MlirValue out_doc = ix->shift < 0 ? mlb_cmpi(b, "slt", idx, ci->doc_start) : mlb_cmpi(b, "sge", idx, ci->doc_end);
+          const CirKernel *hx = cir_halo_exchange(L->p, ix->halo);
+          if (hx) { /* outside the fragment: the halo's row (sema: |shift| within its widths; 0 past the document) */
+            CAKE_ASSERT(i == 0);
+            MlirValue rel = mlb_bin(b, "arith.subi", idx, ix->shift < 0 ? ci->doc_start : ci->doc_end);
+            MlirValue hrow = mlb_add(b, rel, mlb_i32(b, hx->xbefore));
+            MlirValue frow = mlb_mul(b, ci->doc, mlb_i32(b, hx->xbefore + hx->xafter));
+            hidx = mlb_add(b, frow, hrow);
+            wa.halo = out_doc;
+          } else {
+            ok = mlb_bin(b, "arith.andi", ok, mlb_bin(b, "arith.xori", out_doc, mlb_bool(b, 1)));
+          }
+        }
         wa.valid = mlirValueIsNull(wa.valid) ? ok : mlb_bin(b, "arith.andi", wa.valid, ok);
         break;
       }
@@ -179,24 +197,40 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
                                          : mlb_i64(b, t->shape[j].value);
       stride = mlb_mul(b, stride, e);
     }
+    if (!mlirValueIsNull(hidx)) /* the halo's offset: its row, then the same other coordinates */
+      hoff = mlb_mul(b, mlb_cast(b, "arith.extsi", hidx, b->i64), stride);
+    else if (!mlirValueIsNull(hoff))
+      hoff = mlb_add(b, hoff, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
     off = mlb_add(b, off, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
     long long f = known_factor(t, i + 1);
     if (i == col_axis) f *= W; /* the caller's c is a multiple of W */
     align = gcdll(align, f);
   }
   wa.off = off;
+  wa.hoff = hoff;
   wa.contiguous = col_axis == t->rank - 1;
   wa.align_elems = align ? (int)(align > 64 ? 64 : align) : 64;
   return wa;
 }
 
-MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid) {
+/* The address of element offset `off` of the window's tensor, or of `hoff`
+ * in its halo where wa->halo holds. */
+static MlirValue win_ptr(LK *L, const CirInst *in, const WinAddr *wa, MlirValue off, MlirValue hoff) {
   Mlb *b = &L->b;
   const CirTensor *t = in->tensor;
+  MlirValue eb = mlb_i64(b, dtype_bytes(t->dtype));
+  MlirValue p = mlb_gep(b, L->args[abi_find(L->abi, ARG_TENSOR, t, 0)], mlb_mul(b, off, eb));
+  if (mlirValueIsNull(wa->halo)) return p;
+  const CirTensor *h = NULL;
+  for (int i = 0; i < t->rank && !h; i++) h = in->index[i].halo;
+  MlirValue hp = mlb_gep(b, L->args[abi_find(L->abi, ARG_TENSOR, h, 0)], mlb_mul(b, hoff, eb));
+  return mlb_select(b, wa->halo, hp, p);
+}
+
+MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid) {
   WinAddr wa = window_addr(L, in, r, c, W);
   *valid = wa.valid;
-  MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
-  return mlb_gep(b, base, mlb_mul(b, wa.off, mlb_i64(b, dtype_bytes(t->dtype))));
+  return win_ptr(L, in, &wa, wa.off, wa.hoff);
 }
 
 static MlirValue tensor_present(LK *L, MlirValue base) {
@@ -228,10 +262,11 @@ static int window_pieces(LK *L, const CirInst *in, MlirValue r, MlirValue c, int
   int n = 0;
   for (int l = 0; l < W; l += pl) {
     WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, in, r, plus(L, c, l), 1) : wa0;
-    MlirValue off = wa.off;
+    MlirValue off = wa.off, hoff = wa.hoff;
     if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
+    if (!per_lane && l && !mlirValueIsNull(hoff)) hoff = mlb_add(b, hoff, mlb_i64(b, l));
     WinPiece *p = &out[n++];
-    p->ptr = mlb_gep(b, base, mlb_mul(b, off, mlb_i64(b, eb)));
+    p->ptr = win_ptr(L, in, &wa, off, hoff);
     p->present = present;
     p->valid = wa.valid;
     if (!mlirValueIsNull(present))

@@ -46,7 +46,32 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
   ChunkInfo *ci = &L->chunks[idx->id];
   ci->start = mlb_vextract(b, row, 0);
   ci->end = mlb_vextract(b, row, 1);
+  if (L->shifts) {
+    ci->doc = mlb_vextract(b, row, 2);
+    ci->doc_start = mlb_vextract(b, row, 3);
+  }
+  if (L->shifts & 2) { /* the document's end: the end of its last chunk (doc_table[doc + 1] - 1) */
+    MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
+    MlirValue d1 = mlb_cast(b, "arith.extsi", mlb_add(b, ci->doc, mlb_i32(b, 1)), b->i64);
+    MlirValue next = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d1, mlb_i64(b, 4))), 4);
+    MlirValue last = mlb_cast(b, "arith.extsi", mlb_bin(b, "arith.subi", next, mlb_i32(b, 1)), b->i64);
+    MlirValue last_off = mlb_mul(b, last, mlb_i64(b, 16));
+    MlirValue end_off = mlb_add(b, last_off, mlb_i64(b, 4));
+    ci->doc_end = mlb_load(b, b->i32, mlb_gep(b, table, end_off), 4);
+  }
   ci->set = 1;
+}
+
+/* Which way the kernel's shifted windows move rows (LK.shifts). */
+static int block_shifts(const CirBlock *blk) {
+  int f = 0;
+  for (int i = 0; i < blk->len; i++) {
+    const CirInst *in = blk->insts[i];
+    for (int j = 0; in->tensor && j < in->tensor->rank; j++)
+      if (in->index[j].kind == IX_CHUNK && in->index[j].shift) f |= in->index[j].shift < 0 ? 1 : 2;
+    if (in->body) f |= block_shifts(in->body);
+  }
+  return f;
 }
 
 static void emit_block(LK *L, const CirBlock *blk);
@@ -390,6 +415,7 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   L->abi = abi;
   L->nthreads = k->threads;
   L->nids = count_ids(&k->body);
+  L->shifts = block_shifts(&k->body);
   L->homes = arena_alloc(arena, sizeof(Home) * ((size_t)L->nids + 1));
   L->chunks = arena_alloc(arena, sizeof(ChunkInfo) * ((size_t)L->nids + 1));
   L->pos = arena_alloc(arena, sizeof(int) * ((size_t)L->nids + 1));

@@ -381,7 +381,7 @@ static cake_status chunk_tables(cake_plan *p) {
       p->chunk_table[4 * c] = (int32_t)t;
       p->chunk_table[4 * c + 1] = (int32_t)(t + C < e ? t + C : e);
       p->chunk_table[4 * c + 2] = (int32_t)d;
-      p->chunk_table[4 * c + 3] = 0;
+      p->chunk_table[4 * c + 3] = (int32_t)s; /* the document's first token (shifted windows) */
     }
   }
   p->doc_table[nd] = (int32_t)c;

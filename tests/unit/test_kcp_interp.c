@@ -559,6 +559,90 @@ static void test_kda_train_summary(void **state) {
   }
 }
 
+/* ---- causal conv1d with halos ---- */
+
+static int dix(const CirProgram *p, const char *name) {
+  for (int i = 0; i < p->ndims; i++)
+    if (!strcmp(p->dims[i].name, name)) return i;
+  fail_msg("no dim %s", name);
+  return -1;
+}
+
+/* conv1d.cake with cp = halo on R ranks against cp = none on one rank, the
+ * same global inputs, forward and backward: y and dx bitwise equal (every
+ * token computes the same taps in the same order: the halo brings the other
+ * ranks' tokens), dw and dbias (the ranks' sums added in rank order) to
+ * 1e-12 with exact arithmetic and 2e-5 with the dtypes' rounding (f32 sums in another order). */
+static void conv_case(const int32_t *cu, int nd, int R, cake_layout layout, int align, int exact, const char *act,
+                      int bias, uint64_t seed) {
+  CirOptionSet one = {{"activation", "cp"}, {act, "none"}, 2}, kcp = {{"activation", "cp"}, {act, "halo"}, 2};
+  const CirProgram *p1 = load(CAKE_SOURCE_DIR "/specs/conv1d/conv1d.cake", "conv1d.cake", &one);
+  const CirProgram *pk = load(CAKE_SOURCE_DIR "/specs/conv1d/conv1d.cake", "conv1d.cake", &kcp);
+  assert_non_null(p1);
+  assert_non_null(pk);
+  enum { G = 1, D = 64 * G, CW = 4 };
+  int64_t T = cu[nd];
+  size_t nt = (size_t)(T * D) + 1;
+  static const char *const names[] = {"x", "w", "bias", "dy", "y", "dx", "dw", "dbias"};
+  double *in[8], *o1[8] = {0}, *ok[8] = {0};
+  in[0] = malloc(nt * 8), in[1] = malloc(D * CW * 8), in[2] = malloc(D * 8), in[3] = malloc(nt * 8);
+  for (size_t i = 0; i + 1 < nt; i++) in[0][i] = cake_round_bf16(fixture_nrand(&seed)), in[3][i] = cake_round_bf16(fixture_nrand(&seed));
+  for (int i = 0; i < D * CW; i++) in[1][i] = cake_round_f32(0.5 * fixture_nrand(&seed));
+  for (int i = 0; i < D; i++) in[2][i] = cake_round_f32(0.3 * fixture_nrand(&seed));
+  size_t sizes[8] = {0, 0, 0, 0, nt, nt, D * CW, D};
+  for (int i = 4; i < 8; i++) o1[i] = calloc(sizes[i], 8), ok[i] = calloc(sizes[i], 8);
+  /* one rank */
+  long long dims[8] = {0}, cul[64];
+  dims[p1->tokens_dim] = T, dims[dix(p1, "G")] = G;
+  for (int i = 0; i <= nd; i++) cul[i] = cu[i];
+  double *t1[MAXT] = {0}, *gk[MAXT] = {0};
+  for (int i = 0; i < 8; i++) {
+    double *v = i < 4 ? in[i] : o1[i];
+    if (i == 2 && !bias) v = NULL;
+    t1[tix(p1, names[i])] = v;
+    gk[tix(pk, names[i])] = i < 4 ? v : ok[i];
+  }
+  InterpArgs a = {dims, cul, nd, NULL, t1, exact, 0, NULL, NULL};
+  assert_int_equal(fixture_run(p1, "fwd", &a), 0);
+  assert_int_equal(fixture_run(p1, "bwd", &a), 0);
+  /* R ranks */
+  static const char *const FB[] = {"fwd", "bwd", NULL};
+  long long gd[16] = {0};
+  gd[dix(pk, "G")] = G;
+  run_ranks(pk, FB, gd, cu, nd, R, layout, align, exact, gk);
+  for (int i = 4; i < 6; i++)
+    if (memcmp(o1[i], ok[i], (nt - 1) * 8)) {
+      for (size_t j = 0; j + 1 < nt; j++)
+        if (o1[i][j] != ok[i][j]) {
+          fail_msg("conv1d %s R = %d %s align %d %s: %s[token %zu, channel %zu] is %.17g on ranks, %.17g on one", act, R,
+                   cake_layout_name(layout), align, exact ? "exact" : "rounded", names[i], j / D, j % D, ok[i][j], o1[i][j]);
+          break;
+        }
+    }
+  double ew = worst(ok[6], o1[6], D * CW), eb = worst(ok[7], o1[7], D), tol = exact ? 1e-12 : 2e-5; /* f32 sums in another order */
+  if (!(ew < tol && eb < tol))
+    fail_msg("conv1d %s R = %d %s align %d: dw %.2e dbias %.2e", act, R, cake_layout_name(layout), align, ew, eb);
+  for (int i = 0; i < 8; i++) free(i < 4 ? in[i] : o1[i]), free(ok[i]);
+}
+
+static void test_conv1d_halo(void **state) {
+  (void)state;
+  static const int32_t pk1[] = {0, 1000, 1001, 2095};                  /* long, one-token, long */
+  static const int32_t pk2[] = {0, 7, 9, 10, 70, 71, 200, 203, 333, 334, 520}; /* short documents */
+  static const int32_t pk3[] = {0, 33};                                /* one short document */
+  static const struct { const int32_t *cu; int nd; } packs[] = {{pk1, 3}, {pk2, 10}, {pk3, 1}};
+  static const int Rs[] = {1, 2, 3, 4, 8};
+  static const cake_layout lays[] = {CAKE_LAYOUT_CONTIGUOUS, CAKE_LAYOUT_ZIGZAG, CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT};
+  int n = 0;
+  for (size_t k = 0; k < sizeof packs / sizeof packs[0]; k++)
+    for (size_t r = 0; r < sizeof Rs / sizeof Rs[0]; r++)
+      for (int l = 0; l < 3; l++)
+        for (int align = 0; align <= 64; align += 64, n++)
+          conv_case(packs[k].cu, packs[k].nd, Rs[r], lays[l], align, n % 2, n % 3 ? "silu" : "none", n % 4 != 1,
+                    0x5eed + (uint64_t)n);
+  printf("conv1d halo: %d cases bitwise equal to one rank (y, dx)\n", n);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void **state) {
@@ -601,6 +685,7 @@ int main(void) {
       cmocka_unit_test(test_cumsum_layouts),
       cmocka_unit_test(test_kda_summary),
       cmocka_unit_test(test_kda_train_summary),
+      cmocka_unit_test(test_conv1d_halo),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
