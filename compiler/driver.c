@@ -531,15 +531,23 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON_AddStringToObject(j, "op", xchg_op_name(x->exchange));
     cJSON_AddStringToObject(j, "src", x->xsrc->name);
     cJSON_AddStringToObject(j, "dst", x->xdst->name);
+    if (x->exchange == XCHG_HALO) { /* schema 4 */
+      cJSON_AddNumberToObject(j, "before", x->xbefore);
+      cJSON_AddNumberToObject(j, "after", x->xafter);
+    }
     /* what one rank sends, as a function of the dims: the constant factor
-     * (the element size included), then the dims; it receives R - 1 times that */
-    long long k = dtype_bytes(x->xsrc->dtype);
+     * (the element size included), then the dims; it receives R - 1 times
+     * that. A halo sends the edge tokens of each fragment: F (before + after)
+     * tokens, the source's other extents each. */
+    int from = x->exchange == XCHG_HALO ? 1 : 0;
+    long long k = dtype_bytes(x->xsrc->dtype) * (from ? x->xbefore + x->xafter : 1);
     Buf f;
     buf_init(&f);
-    for (int a = 0; a < x->xsrc->rank; a++)
+    for (int a = from; a < x->xsrc->rank; a++)
       if (x->xsrc->shape[a].sym < 0) k *= x->xsrc->shape[a].value;
     buf_printf(&f, "%lld", k);
-    for (int a = 0; a < x->xsrc->rank; a++)
+    if (from) buf_printf(&f, "*%s", p->dims[p->frags_dim].name);
+    for (int a = from; a < x->xsrc->rank; a++)
       if (x->xsrc->shape[a].sym >= 0) buf_printf(&f, "*%s", p->dims[x->xsrc->shape[a].sym].name);
     cJSON_AddStringToObject(j, "bytes", f.data);
     buf_free(&f);
@@ -777,10 +785,15 @@ static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
   /* 3 when a program is context-parallel (ranks and fragments dims, exchanges,
-   * the fragment table); 2 otherwise, so that such packages stay as they were */
+   * the fragment table), 4 when one has a halo exchange; 2 otherwise, so that
+   * packages stay as they were where they need nothing newer */
   int schema = 2;
-  for (int i = 0; i < c->progs.len; i++)
-    if (((const CirProgram *)c->progs.items[i])->ranks_dim >= 0) schema = 3;
+  for (int i = 0; i < c->progs.len; i++) {
+    const CirProgram *p = c->progs.items[i];
+    if (p->ranks_dim >= 0 && schema < 3) schema = 3;
+    for (int k = 0; k < p->nexchanges; k++) /* 4: halo exchanges */
+      if (p->exchanges[k]->exchange == XCHG_HALO) schema = 4;
+  }
   cJSON_AddNumberToObject(m, "schema_version", schema);
   cJSON_AddStringToObject(m, "compiler", cake_version());
   cJSON *ts = cJSON_AddArrayToObject(m, "targets");

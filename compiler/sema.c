@@ -2286,6 +2286,11 @@ static void halo_decl(Sema *s, const Decl *d) {
     t[i] = y->ptr;
   }
   CirTensor *src = t[0], *dst = t[1];
+  if (src->optional) {
+    ERR(d->xsrc.loc, "'%s' is optional: a halo's source must be present on every rank", src->name);
+    poison_name(s, &d->name);
+    return;
+  }
   if (src->shape[0].sym != p->tokens_dim || src->shape[0].sym < 0) {
     ERR(d->xsrc.loc, "a halo exchanges tokens: the first axis of '%s' must be the token dim%s%s", src->name,
         p->tokens_dim >= 0 ? " " : "", p->tokens_dim >= 0 ? p->dims[p->tokens_dim].name : "");

@@ -21,6 +21,7 @@ struct RtCuda {
                            void **, void **);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
@@ -66,6 +67,7 @@ static void load_driver(void) {
   SYM(LaunchKernel, "cuLaunchKernel");
   SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  SYM(MemsetD8Async, "cuMemsetD8Async");
   SYM(EventCreate, "cuEventCreate");
   SYM(EventRecord, "cuEventRecord");
   SYM(EventSynchronize, "cuEventSynchronize");
@@ -245,6 +247,13 @@ cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream) {
   if (s) return s;
   return rt_cuda_check(cu->MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, (CUstream)stream),
                        "cuMemcpyDtoDAsync");
+}
+
+cake_status rt_memset_zero(uint64_t dst, size_t n, void *stream) {
+  const RtCuda *cu;
+  cake_status s = rt_cuda(&cu);
+  if (s) return s;
+  return rt_cuda_check(cu->MemsetD8Async((CUdeviceptr)dst, 0, n, (CUstream)stream), "cuMemsetD8Async");
 }
 
 static cake_status event_create(void **event, unsigned flags) {

@@ -173,11 +173,83 @@ static cake_status run_kernel(RtRun *r, int si) {
  * size fits: finalize checked each tensor's. */
 static const RtExchange *run_exchange(const RtRun *r, int si, uint64_t *send, uint64_t *recv, size_t *bytes) {
   const cake_program *prog = r->p->prog;
-  const RtExchange *x = &prog->exchanges[RT_EXCHANGE_INDEX(r->e->stages[si])];
-  *send = r->ptr[x->src];
-  *recv = r->ptr[x->dst];
+  int xi = RT_EXCHANGE_INDEX(r->e->stages[si]);
+  const RtExchange *x = &prog->exchanges[xi];
   *bytes = rt_exchange_bytes(r->p, x);
+  if (x->op == X_HALO) { /* through its staging buffers */
+    *send = r->workspace + r->p->halo_at[2 * xi];
+    *recv = r->workspace + r->p->halo_at[2 * xi + 1];
+  } else {
+    *send = r->ptr[x->src];
+    *recv = r->ptr[x->dst];
+  }
   return x;
+}
+
+/* ---- halo exchanges: the edge tokens of every fragment, staged in the
+ * workspace (plan->halo_at), all-gathered, and placed around each local
+ * fragment. A fragment's slot in the staging buffer holds `before` rows,
+ * its last tokens right-aligned (a shorter fragment leaves the first rows
+ * unused), then `after` rows, its first tokens. ---- */
+
+/* The bytes of one token of the halo's source (its extents after the first). */
+static size_t halo_row(const cake_plan *p, const RtExchange *x) {
+  const RtTensor *t = &p->prog->tensors[x->src];
+  size_t n = rt_dtype_bytes(t->dtype);
+  for (int j = 1; j < t->rank; j++) n *= (size_t)rt_extent(p, t->shape[j]);
+  return n;
+}
+
+/* This rank's fragments' edge tokens into its send buffer. */
+static cake_status halo_pack(const RtRun *r, const RtExchange *x, uint64_t send) {
+  const cake_plan *p = r->p;
+  size_t row = halo_row(p, x), slot = (size_t)(x->before + x->after) * row;
+  uint64_t src = r->ptr[x->src];
+  cake_status s = CAKE_OK;
+  for (int64_t f = 0; f < p->ndocs && !s; f++) {
+    int64_t start = p->cu[f], len = p->cu[f + 1] - p->cu[f];
+    int64_t kb = len < x->before ? len : x->before, ka = len < x->after ? len : x->after;
+    uint64_t at = send + (uint64_t)f * slot;
+    if (kb) s = rt_memcpy_dtod(at + (uint64_t)(x->before - kb) * row, src + (uint64_t)(start + len - kb) * row,
+                               (size_t)kb * row, r->stream);
+    if (!s && ka) s = rt_memcpy_dtod(at + (uint64_t)x->before * row, src + (uint64_t)start * row, (size_t)ka * row, r->stream);
+  }
+  return s;
+}
+
+/* Every local fragment's halo from the gathered edges: the tokens before it
+ * from the fragments before it, nearest first; those after it from the ones
+ * after it; zero beyond its document. */
+static cake_status halo_unpack(const RtRun *r, const RtExchange *x, uint64_t recv) {
+  const cake_plan *p = r->p;
+  size_t row = halo_row(p, x);
+  int64_t B = x->before, A = x->after, F = p->nfrags_max, N = p->ndocs;
+  uint64_t dst = r->ptr[x->dst];
+  size_t slot = (size_t)(B + A) * row;
+  cake_status s = rt_memset_zero(dst, (size_t)F * slot, r->stream);
+  const int32_t *tab = p->frag_table, *pairs = p->frag_table + 6 * N;
+  for (int64_t f = 0; f < N && !s; f++) {
+    if (p->cu[f + 1] == p->cu[f]) continue; /* the empty document of a rank without fragments */
+    const int32_t *fr = tab + 6 * f;
+    uint64_t out = dst + (uint64_t)f * slot;
+    int64_t need = B; /* rows [0, need) of the before part still to fill, from the end */
+    for (int32_t i = fr[3] - 1; i >= 0 && need > 0 && !s; i--) {
+      int32_t q = pairs[2 * (fr[2] + i)], g = pairs[2 * (fr[2] + i) + 1];
+      int64_t len = p->part_len[p->part_first[q] + g], k = len < need ? len : need;
+      uint64_t from = recv + ((uint64_t)q * (uint64_t)F + (uint64_t)g) * slot + (uint64_t)(B - k) * row;
+      s = rt_memcpy_dtod(out + (uint64_t)(need - k) * row, from, (size_t)k * row, r->stream);
+      need -= k;
+    }
+    int64_t done = 0; /* rows of the after part filled */
+    for (int32_t i = 0; i < fr[5] && done < A && !s; i++) {
+      int32_t q = pairs[2 * (fr[4] + i)], g = pairs[2 * (fr[4] + i) + 1];
+      int64_t len = p->part_len[p->part_first[q] + g], k = len < A - done ? len : A - done;
+      uint64_t from = recv + ((uint64_t)q * (uint64_t)F + (uint64_t)g) * slot + (uint64_t)B * row;
+      s = rt_memcpy_dtod(out + (uint64_t)(B + done) * row, from, (size_t)k * row, r->stream);
+      done += k;
+    }
+  }
+  return s;
 }
 
 /* The first exchange of the entry, or NULL. */
@@ -240,8 +312,10 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
       uint64_t send, recv;
       size_t bytes;
       const RtExchange *x = run_exchange(&r, si, &send, &recv, &bytes);
-      if ((s = rt_comm_all_gather(comm, send, recv, bytes, stream)))
-        s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
+      if (x->op == X_HALO) s = halo_pack(&r, x, send);
+      if (!s) s = rt_comm_all_gather(comm, send, recv, bytes, stream);
+      if (!s && x->op == X_HALO) s = halo_unpack(&r, x, recv);
+      if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
     }
     if (!s) s = run_mark(&r, si, 1);
   }
@@ -349,9 +423,11 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
     for (int r = 0; r < n && !s; r++) {
       x = run_exchange(&runs[r], si, &send[r], &recv[r], &bytes); /* the same bytes: same dims */
       s = run_mark(&runs[r], si, 0);
+      if (!s && x->op == X_HALO) s = halo_pack(&runs[r], x, send[r]);
     }
-    if (!s && (s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st)))
-      s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, plans[0]->prog->name, cake_last_error());
+    if (!s) s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st);
+    for (int r = 0; r < n && !s && x->op == X_HALO; r++) s = halo_unpack(&runs[r], x, recv[r]);
+    if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, plans[0]->prog->name, cake_last_error());
     for (int r = 0; r < n && !s; r++) s = run_mark(&runs[r], si, 1);
   }
   for (int r = 0; e && r < n && !s; r++)

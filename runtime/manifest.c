@@ -501,8 +501,37 @@ static cake_status exchange_temp(Ld *L, const JNode *x, const char *key, const c
  * r's SRC: both temps of one dtype, DST's shape the ranks dim followed by
  * SRC's, SRC's without a tokens, docs or chunks dim (every rank sends the
  * same number of bytes). Their names are unique among stages and exchanges. */
+/* A halo (schema 4): SRC a token tensor (first extent the tokens dim), DST
+ * a temp [F, before + after] + SRC's other extents, one dtype; before and
+ * after in [0, chunk], not both 0. */
+static cake_status load_halo(Ld *L, const JNode *x, const cake_program *p, RtExchange *rx) {
+  int64_t before, after;
+  cake_status s;
+  if (L->version < 4) return bad(L, "a halo exchange needs schema version 4");
+  if ((s = get_int(L, x, "before", 0, p->chunk, &before)) || (s = get_int(L, x, "after", 0, p->chunk, &after))) return s;
+  if (!before && !after) return bad(L, "a halo of no tokens before and none after");
+  const RtTensor *a = &p->tensors[rx->src], *b = &p->tensors[rx->dst];
+  if (a->rank < 1 || a->shape[0].dim < 0 || a->shape[0].dim != p->tokens_dim)
+    return bad(L, "'src' '%s' of a halo must have the tokens dim as its first extent", a->name);
+  if (b->role != ROLE_TEMP_) return bad(L, "'dst' '%s' is not a temp (exchanged tensors live in the workspace)", b->name);
+  int same = a->dtype == b->dtype && b->rank == a->rank + 1 && p->frags_dim >= 0 && b->shape[0].dim == p->frags_dim &&
+             b->shape[1].dim < 0 && b->shape[1].value == before + after;
+  for (int j = 1; same && j < a->rank; j++)
+    same = b->shape[j + 1].dim == a->shape[j].dim && (a->shape[j].dim >= 0 || b->shape[j + 1].value == a->shape[j].value);
+  if (!same) {
+    char sa[256], sb[256];
+    return bad(L, "'dst' '%s' has shape %s; a halo of '%s' %s, %lld tokens before and %lld after, needs its dtype and "
+                  "['%s', %lld] followed by its extents after the first",
+               b->name, decl_shape(p, b, sb, sizeof sb), a->name, decl_shape(p, a, sa, sizeof sa), (long long)before,
+               (long long)after, p->frags_dim >= 0 ? p->dims[p->frags_dim] : "F", (long long)(before + after));
+  }
+  rx->before = (int)before;
+  rx->after = (int)after;
+  return CAKE_OK;
+}
+
 static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
-  static const char *const ops[] = {"all_gather"};
+  static const char *const ops[] = {"all_gather", "halo"};
   const JNode *xs;
   cake_status s = get(L, pj, "exchanges", J_ARR, 0, &xs); /* absent: none */
   if (s) return s;
@@ -517,10 +546,20 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
     snprintf(L->rec, sizeof L->rec, "exchange '%s'", name);
     if (exchange_index(p, name) >= 0) return bad(L, "declared twice");
     if (stage_index(p, name) >= 0) return bad(L, "a stage has the same name");
-    if ((s = get_enum(L, x, "op", ops, 1, &op)) || (s = exchange_temp(L, x, "src", p, &src)) ||
-        (s = exchange_temp(L, x, "dst", p, &dst)))
-      return s;
+    if ((s = get_enum(L, x, "op", ops, 2, &op))) return s;
     if (p->ranks_dim < 0) return bad(L, "an exchange needs a dim with role 'ranks'");
+    if (op == X_HALO) {
+      const char *sn;
+      if ((s = get_str(L, x, "src", &sn))) return s;
+      if ((src = rt_tensor_index(p, sn)) < 0) return bad(L, "'src' names '%s', which is not a tensor", sn);
+      if ((s = exchange_temp(L, x, "dst", p, &dst))) return s;
+      RtExchange *rx = &p->exchanges[p->nexchanges];
+      *rx = (RtExchange){NULL, X_HALO, src, dst, 0, 0};
+      if ((s = load_halo(L, x, p, rx)) || (s = copy_str(L, &rx->name, name))) return s;
+      p->nexchanges++;
+      continue;
+    }
+    if ((s = exchange_temp(L, x, "src", p, &src)) || (s = exchange_temp(L, x, "dst", p, &dst))) return s;
     const RtTensor *a = &p->tensors[src], *b = &p->tensors[dst];
     if (a->dtype != b->dtype)
       return bad(L, "'src' '%s' is %s but 'dst' '%s' is %s", a->name, cake_dtype_name(a->dtype), b->name,
@@ -541,10 +580,8 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
                  decl_shape(p, b, sb, sizeof sb), a->name, decl_shape(p, a, sa, sizeof sa), p->dims[p->ranks_dim]);
     }
     RtExchange *rx = &p->exchanges[p->nexchanges++];
+    *rx = (RtExchange){NULL, X_ALL_GATHER, src, dst, 0, 0};
     if ((s = copy_str(L, &rx->name, name))) return s;
-    rx->op = (RtExchangeOp)op;
-    rx->src = src;
-    rx->dst = dst;
   }
   L->rec[0] = 0;
   return CAKE_OK;
@@ -798,9 +835,9 @@ static cake_status load_manifest(Ld *L, int dirfd, const JNode *root) {
     return rt_fail(CAKE_ERR_PACKAGE,
                    "%s/manifest.json is not a Cake package manifest (schema \"cake.package\" expected)", L->dir);
   if ((s = get(L, root, "schema_version", J_NUM, 1, &ver))) return s;
-  if (ver->num != 2 && ver->num != 3)
+  if (!(ver->num >= RT_MIN_SCHEMA_VERSION && ver->num <= RT_SCHEMA_VERSION && ver->num == (int)ver->num))
     return rt_fail(CAKE_ERR_PACKAGE,
-                   "%s/manifest.json has schema version %.15g; this runtime reads versions %d and %d (rebuild the "
+                   "%s/manifest.json has schema version %.15g; this runtime reads versions %d to %d (rebuild the "
                    "package with the cakec of this release)",
                    L->dir, ver->num, RT_MIN_SCHEMA_VERSION, RT_SCHEMA_VERSION);
   L->version = (int)ver->num;

@@ -58,7 +58,9 @@ static void free_layout(cake_plan *p) {
   rt_free(&p->al, p->chunk_table);
   rt_free(&p->al, p->doc_table);
   rt_free(&p->al, p->items);
+  rt_free(&p->al, p->halo_at);
   p->chunk_table = p->doc_table = NULL;
+  p->halo_at = NULL;
   p->items = NULL;
   p->nitems = 0;
   p->nchunks = 0;
@@ -74,6 +76,8 @@ void cake_plan_free(cake_plan *p) {
   rt_free(&al, p->param_set);
   rt_free(&al, p->cu);
   rt_free(&al, p->frag_table);
+  rt_free(&al, p->part_first);
+  rt_free(&al, p->part_len);
   rt_plan_timing_free(p);
   rt_free(&al, p);
 }
@@ -172,7 +176,11 @@ cake_status cake_plan_set_docs(cake_plan *p, const int32_t *cu, int64_t ndocs) {
   p->ndocs = ndocs;
   /* documents without a partition: a context-parallel program's finalize refuses them */
   rt_free(&p->al, p->frag_table);
+  rt_free(&p->al, p->part_first);
+  rt_free(&p->al, p->part_len);
   p->frag_table = NULL;
+  p->part_first = NULL;
+  p->part_len = NULL;
   p->frag_ints = 0;
   p->partitioned = 0;
   return unfinalize(p);
@@ -246,16 +254,19 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
   cake_fragment *fr = rt_alloc(al, sizeof(cake_fragment) * (size_t)(total + 1));
   GFrag *all = rt_alloc(al, sizeof(GFrag) * (size_t)(total + 1));
   int32_t *lcu = rt_alloc(al, sizeof(int32_t) * (size_t)(N + 1));
+  int32_t *lens = rt_alloc(al, sizeof(int32_t) * (size_t)(total + 1));
   int32_t *table = NULL;
-  if (!fr || !all || !lcu) {
+  if (!fr || !all || !lcu || !lens) {
     s = CAKE_ERR_MEMORY;
     goto done;
   }
   for (int32_t q = 0; q < R; q++) {
     int64_t n = first[q + 1] - first[q];
     cake_partition(cu, ndocs, T, R, q, layout, align, fr + first[q], n, &n, q == rank ? lcu : NULL);
-    for (int64_t f = 0; f < n; f++)
+    for (int64_t f = 0; f < n; f++) {
       all[first[q] + f] = (GFrag){fr[first[q] + f].start, fr[first[q] + f].doc, q, (int32_t)f};
+      lens[first[q] + f] = (int32_t)(fr[first[q] + f].end - fr[first[q] + f].start);
+    }
   }
   qsort(all, (size_t)total, sizeof *all, by_start); /* fragments are disjoint and not empty: document order */
   /* the fragments before and after each of this rank's, in document order:
@@ -307,6 +318,12 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
   p->frag_table = table;
   p->frag_ints = ints;
   table = NULL;
+  rt_free(al, p->part_first);
+  rt_free(al, p->part_len);
+  p->part_first = first;
+  p->part_len = lens;
+  first = NULL;
+  lens = NULL;
   p->dims[prog->tokens_dim] = p->cu[N];
   p->dim_set[prog->tokens_dim] = 1;
   p->dims[prog->ranks_dim] = R;
@@ -323,6 +340,7 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
   unfinalize(p);
 done:
   rt_free(al, first);
+  rt_free(al, lens);
   rt_free(al, fr);
   rt_free(al, all);
   rt_free(al, lcu);
@@ -561,6 +579,18 @@ static cake_status layout(cake_plan *p) {
   for (int j = 0; j < nslots && !s; j++) /* the temps' items, largest first */
     p->items[p->nitems++] = (RtItem){prog->tensors[slots[j].tensor].name, 0, slots[j].offset, slots[j].bytes, slots[j].tensor};
   rt_free(&p->al, slots);
+  /* each halo's staging buffers, after the temps: what this rank sends (the
+   * edge tokens of its fragments), then what every rank sent */
+  if (!s && prog->nexchanges && !(p->halo_at = rt_alloc(&p->al, sizeof(size_t) * 2 * (size_t)prog->nexchanges)))
+    s = CAKE_ERR_MEMORY;
+  for (int i = 0; i < prog->nexchanges && !s; i++) {
+    const RtExchange *x = &prog->exchanges[i];
+    size_t send = rt_exchange_bytes(p, x), recv;
+    if (x->op != X_HALO) continue;
+    if (__builtin_mul_overflow(send, (size_t)p->nranks, &recv) || place(&ws, send, &p->halo_at[2 * i]) ||
+        place(&ws, recv, &p->halo_at[2 * i + 1]))
+      s = rt_fail(CAKE_ERR_PLAN, "the workspace passes 2^64 bytes at the staging buffers of halo '%s'", x->name);
+  }
   if (s) return s;
   p->workspace_bytes = ws;
   p->saved_bytes = sv;
@@ -665,8 +695,10 @@ cake_status cake_plan_workspace_bytes(const cake_plan *p, size_t *bytes) {
 }
 
 size_t rt_exchange_bytes(const cake_plan *p, const RtExchange *x) {
-  const RtTensor *t = &p->prog->tensors[x->src];
-  size_t n = rt_dtype_bytes(t->dtype); /* every tensor's bytes fit: finalize checked them */
+  /* a halo sends its destination's bytes (F fragments' edge tokens); an
+   * all_gather its source's. Every tensor's bytes fit: finalize checked them. */
+  const RtTensor *t = &p->prog->tensors[x->op == X_HALO ? x->dst : x->src];
+  size_t n = rt_dtype_bytes(t->dtype);
   for (int j = 0; j < t->rank; j++) n *= (size_t)rt_extent(p, t->shape[j]);
   return n;
 }

@@ -75,7 +75,8 @@ enum {
   RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
   RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
   RT_MAX_PREFERS = 16,             /* prefer clauses per option (the compiler's CAKE_MAX_PREFERS) */
-  RT_SCHEMA_VERSION = 3,           /* the newest manifest schema this runtime reads (3: context parallelism) */
+  RT_SCHEMA_VERSION = 4,           /* the newest manifest schema this runtime reads (3: context parallelism,
+                                      4: halo exchanges) */
   RT_MIN_SCHEMA_VERSION = 2,       /* the oldest (2: temps' live ranges) */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
@@ -157,11 +158,12 @@ typedef struct RtStage {
 
 /* An exchange stage of a context-parallel program: DST[r, ...] = rank r's SRC
  * (both temps; the loader checked their dtypes and shapes). */
-typedef enum { X_ALL_GATHER } RtExchangeOp;
+typedef enum { X_ALL_GATHER, X_HALO } RtExchangeOp;
 typedef struct RtExchange {
   char *name;
   RtExchangeOp op;
   int src, dst; /* tensor indices */
+  int before, after; /* halo: the tokens before and after each fragment (schema 4) */
 } RtExchange;
 
 /* An entry's stages in order: stages[k] >= 0 is a kernel stage (an index
@@ -275,6 +277,9 @@ struct cake_plan {
   int64_t nfrags_max;       /* F: the most fragments any rank holds */
   int32_t *frag_table;      /* [frag_ints]: see cake_plan_set_partition */
   int64_t frag_ints;
+  int64_t *part_first;      /* [R + 1]: rank q's fragments are part_len[part_first[q] ...] */
+  int32_t *part_len;        /* the tokens of every rank's fragments (halo exchanges) */
+  size_t *halo_at;          /* [2 nexchanges]: a halo's staging buffers in the workspace (send, receive) */
   uint64_t partition_id;    /* a hash of the global partition's inputs (cu, T, R, layout, align) */
   /* stage timing (cake_plan_set_timing): per entry, two events per stage
    * (before, after) of its last launch, made in `timing_ctx` on first use */
@@ -305,6 +310,7 @@ cake_status rt_launch_kernel(void *function, const unsigned grid[3], unsigned th
                              void *stream, void **params);
 cake_status rt_memcpy_htod(uint64_t dst, const void *src, size_t n, void *stream);
 cake_status rt_memcpy_dtod(uint64_t dst, uint64_t src, size_t n, void *stream); /* cuMemcpyDtoDAsync */
+cake_status rt_memset_zero(uint64_t dst, size_t n, void *stream);                 /* cuMemsetD8Async */
 /* Events (CUevent) without timing, in the current context; destroying NULL
  * (or any event when the driver never loaded) does nothing. */
 cake_status rt_event_create(void **event);

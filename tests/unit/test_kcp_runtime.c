@@ -169,7 +169,8 @@ static void kcp_package_loads(void **st) {
 static const struct {
   const char *old, *new_, *msg;
 } bad_kcp[] = {
-    {"'schema_version': 3", "'schema_version': 4", "has schema version 4; this runtime reads versions 2 and 3 (rebuild"},
+    {"'schema_version': 3", "'schema_version': 5", "has schema version 5; this runtime reads versions 2 to 4 (rebuild"},
+    {"'op': 'all_gather'", "'op': 'halo', 'before': 3, 'after': 0", "exchange 'gather': a halo exchange needs schema version 4"},
     {"'schema_version': 3", "'schema_version': 2", "program 'cum': dim 'R': 'role' is 'ranks'; expected size, tokens, docs or chunks"},
     /* dims */
     {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}", "dim 'R': a second dim with role 'ranks'"},
@@ -216,6 +217,58 @@ static const struct {
     {"'live': [{'entry': 'fwd', 'first': 0, 'last': 1}", "'live': [{'entry': 'fwd', 'first': 0, 'last': 0}",
      "tensor 'tot': stage 'gather' (position 1 of entry 'fwd') takes the tensor outside its live range"},
 };
+
+/* KCP at schema 4 with a halo exchange of x (3 tokens before each
+ * fragment) into xh: bf16[F, 3, H], run by entry 'halo'. */
+static const char HALO[] =
+    "{'schema': 'cake.package', 'schema_version': 4, 'files': [" KCP_FILE "], 'programs': [" KCP_PROGRAM "]}";
+static const char HALO_TENSOR[] =
+    "'pinned': false}, {'name': 'xh', 'role': 'temp', 'dtype': 'bf16', 'shape': ['F', 3, 'H'],"
+    " 'live': [{'entry': 'halo', 'first': 0, 'last': 0}], 'pinned': false}],";
+static const char HALO_EXCHANGE_AT[] =
+    "'exchanges': [{'name': 'hx', 'op': 'halo', 'src': 'x', 'dst': 'xh', 'before': 3, 'after': 0}, ";
+
+/* HALO with the halo added, then `old` replaced by `new_` (none when NULL) */
+static cake_status load_halo(const char *old, const char *new_, cake_package **pkg) {
+  char *a = fixture_replaced(HALO, "'pinned': false}],", HALO_TENSOR);
+  char *b = fixture_replaced(a, "'exchanges': [", HALO_EXCHANGE_AT);
+  char *c = fixture_replaced(b, "{'name': 'local', 'stages': ['total']}]",
+                             "{'name': 'local', 'stages': ['total']}, {'name': 'halo', 'stages': ['hx']}]");
+  char *d = old ? fixture_replaced(c, old, new_) : c;
+  cake_status s = load_json(d, pkg);
+  if (d != c) free(d);
+  free(a), free(b), free(c);
+  return s;
+}
+
+static const struct {
+  const char *old, *new_, *msg;
+} bad_halo[] = {
+    {"'before': 3, 'after': 0", "'before': 0, 'after': 0", "exchange 'hx': a halo of no tokens before and none after"},
+    {"'before': 3, 'after': 0", "'before': 65, 'after': 0", "exchange 'hx': 'before' is 65; expected an integer in [0, 64]"},
+    {"'before': 3, 'after': 0", "'before': 2, 'after': 0",
+     "'dst' 'xh' has shape [F, 3, H]; a halo of 'x' [T, H], 2 tokens before and 0 after, needs its dtype and ['F', 2]"},
+    {"'src': 'x', 'dst': 'xh'", "'src': 'tot', 'dst': 'xh'", "'src' 'tot' of a halo must have the tokens dim as its first extent"},
+    {"'src': 'x', 'dst': 'xh'", "'src': 'x', 'dst': 'y'", "'dst' names 'y', which is not a temp"},
+    {"'dtype': 'bf16', 'shape': ['F', 3, 'H']", "'dtype': 'f32', 'shape': ['F', 3, 'H']", "'dst' 'xh' has shape [F, 3, H]"},
+};
+
+static void halo_manifests_are_validated(void **st) {
+  (void)st;
+  cake_package *pkg = NULL;
+  cake_status s = load_halo(NULL, NULL, &pkg);
+  if (s) fail_msg("the halo manifest: %s", cake_last_error());
+  cake_package_free(pkg);
+  for (size_t i = 0; i < sizeof bad_halo / sizeof bad_halo[0]; i++) {
+    pkg = (cake_package *)&g_seq;
+    s = load_halo(bad_halo[i].old, bad_halo[i].new_, &pkg);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad_halo[i].msg))
+      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad_halo[i].new_, cake_status_name(s), cake_last_error(),
+               bad_halo[i].msg);
+    assert_null(pkg);
+  }
+  assert_int_equal(g_count.live, 0);
+}
 
 static void kcp_manifests_are_validated(void **st) {
   for (size_t i = 0; i < sizeof bad_kcp / sizeof bad_kcp[0]; i++) {
@@ -668,6 +721,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(stage_timing_refusals),
       cmocka_unit_test(kcp_package_loads),          cmocka_unit_test(kcp_manifests_are_validated),
+      cmocka_unit_test(halo_manifests_are_validated),
       cmocka_unit_test(partitions_set_dims_and_tables), cmocka_unit_test(partition_refusals),
       cmocka_unit_test(partition_out_of_memory),    cmocka_unit_test(launches_are_refused),
   };

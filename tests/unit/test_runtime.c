@@ -522,10 +522,10 @@ static const struct {
     {PREFER_AT, PREFER("[{'value': 'b', 'text': 'H > 1', 'expr': 'H >', 'loc': 'p.cake:2:30'}]"),
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
-    /* the schema version: this runtime reads versions 2 (temps' live ranges) and 3 (context parallelism) */
-    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 and 3 (rebuild the package"},
-    {"'schema_version': 2", "'schema_version': 4", "has schema version 4; this runtime reads versions 2 and 3"},
-    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 and 3"},
+    /* the schema version: this runtime reads versions 2 (temps' live ranges), 3 (context parallelism) and 4 (halos) */
+    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 to 4 (rebuild the package"},
+    {"'schema_version': 2", "'schema_version': 5", "has schema version 5; this runtime reads versions 2 to 4"},
+    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 to 4"},
     /* schema 2 knows no context parallelism */
     {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}",
      "dim 'H': 'role' is 'ranks'; expected size, tokens, docs or chunks"},
