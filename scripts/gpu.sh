@@ -6,7 +6,7 @@
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
 #   .carry/gpu.sh torch       (GPU machine)   cake.kda through PyTorch autograd
-#   .carry/gpu.sh bench|bench-train|bench-gdn|bench-kcp|parts
+#   .carry/gpu.sh bench|bench-train|bench-gdn|bench-kcp|bench-conv1d|parts
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
 #   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
 #                                             and the benchmarks in one timed call
@@ -40,7 +40,7 @@ case "${1:-}" in
     rm -rf .carry && mkdir -p .carry/bin
     export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
     # (+ the context-parallel KDA forward of test_kcp)
-    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/deltanet/*.cake 2>/dev/null) \
+    build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/conv1d/*.cake specs/deltanet/*.cake 2>/dev/null) \
       tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a -o .carry/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first build/examples/kcp_train_step .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
@@ -178,6 +178,14 @@ case "${1:-}" in
     python3 benchmarks/bench_gdn.py --fla .anchor/fla --package .carry/package \
       --lib .carry/lib/libcakert.so --out "$out" "$@"
     ;;
+  bench-conv1d)
+    # Cake's causal conv1d against fla's Triton causal_conv1d, forward and forward + backward
+    # (benchmarks/bench_conv1d.py; fla from .anchor/fla, autotuned on the first call)
+    shift
+    mkdir -p "$out"
+    PYTHONUNBUFFERED=1 python3 benchmarks/bench_conv1d.py --fla .anchor/fla --package .carry/package \
+      --lib .carry/lib/libcakert.so --out "$out" "$@"
+    ;;
   unpack) ;; # (done above)
   bench-kcp)
     # context-parallel KDA training, R in-process ranks, against the single rank
@@ -207,5 +215,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | bench-conv1d [bench_conv1d.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac
