@@ -21,6 +21,7 @@ writes y (4 B per element), the backward reads x and dy and writes dx (6 B).
     python3 benchmarks/bench_conv1d.py --package PKG --lib LIB --dry-run
 """
 import argparse
+import re
 import json
 import os
 import sys
@@ -71,6 +72,10 @@ def import_fla_conv(fla_root):
             pkg = types.ModuleType(name)
             pkg.__path__ = [os.path.join(fla_root, *name.split('.'))]
             sys.modules[name] = pkg
+    if not hasattr(sys.modules['fla'], '__version__'):  # fla.utils imports it from the package
+        with open(os.path.join(fla_root, 'fla', '__init__.py')) as f:
+            m = re.search(r'__version__\s*=\s*["\']([^"\']+)', f.read())
+        sys.modules['fla'].__version__ = m.group(1) if m else '0'
     from fla.modules.conv.causal_conv1d import causal_conv1d
     return causal_conv1d
 

@@ -150,10 +150,15 @@ static void dev_init(Dev *v, const Data *d, cake_plan *plan, int64_t T, const ui
   v->nb = 8;
 }
 
-static void dev_poison(const Dev *v, const Data *d, int64_t T) {
+/* NaN into the outputs and the whole workspace (no launch may read what it
+ * did not write); the runtime keeps its chunk tables in the workspace, so
+ * the plan is finalized again to have the next launch rewrite them (the
+ * runtime's contract for a workspace used for something else). */
+static void dev_poison(const Dev *v, const Data *d, int64_t T, cake_plan *plan) {
   gpu_poison(v->y, (size_t)(T * d->D) * 2), gpu_poison(v->dx, (size_t)(T * d->D) * 2);
   gpu_poison(v->dw, (size_t)(d->D * W) * 4), gpu_poison(v->db, (size_t)d->D * 4);
   gpu_poison(v->work, v->ws ? v->ws : 256);
+  RT(cake_plan_finalize(plan));
 }
 
 static void dev_free(Dev *v) {
@@ -198,10 +203,31 @@ static void fetch(const Dev *v, const Data *d, int64_t T, uint16_t *y, uint16_t 
   CK(cuMemcpyDtoH(db, v->db, (size_t)d->D * 4));
 }
 
+/* The first differing element of two buffers of n elements of `size` bytes, or -1. */
+static long long first_diff(const void *a, const void *b, size_t n, size_t size) {
+  for (size_t i = 0; i < n; i++)
+    if (memcmp((const char *)a + i * size, (const char *)b + i * size, size)) return (long long)i;
+  return -1;
+}
+
+/* Bit for bit; on a difference, which output and where. */
 static int same_out(const Out *a, const Out *b, const Data *d) {
   size_t nt = (size_t)(d->T * d->D);
-  return !memcmp(a->y, b->y, nt * 2) && !memcmp(a->dx, b->dx, nt * 2) && !memcmp(a->dw, b->dw, (size_t)(d->D * W) * 4) &&
-         (!d->bias || !memcmp(a->db, b->db, (size_t)d->D * 4));
+  long long at[4] = {first_diff(a->y, b->y, nt, 2), first_diff(a->dx, b->dx, nt, 2),
+                     first_diff(a->dw, b->dw, (size_t)(d->D * W), 4),
+                     d->bias ? first_diff(a->db, b->db, (size_t)d->D, 4) : -1};
+  static const char *const names[4] = {"y", "dx", "dw", "dbias"};
+  int same = 1;
+  for (int i = 0; i < 4; i++)
+    if (at[i] >= 0) {
+      same = 0;
+      long long e = at[i], D = d->D;
+      if (i < 2)
+        printf("    %s differs first at token %lld, channel %lld\n", names[i], e / D, e % D);
+      else
+        printf("    %s differs first at element %lld\n", names[i], e);
+    }
+  return same;
 }
 
 typedef struct LaunchCtx {
@@ -228,7 +254,7 @@ static void single(cake_package *pkg, const Data *d, Out *o, int timed) {
   dev_init(&v, d, plan, d->T, d->x, d->dy);
   Out again = out_alloc(d);
   for (int run = 0; run < 2; run++) {
-    dev_poison(&v, d, d->T);
+    dev_poison(&v, d, d->T, plan);
     RT(cake_launch(plan, "fwd", v.bind, v.nb, v.work, v.ws, 0, 0, NULL));
     RT(cake_launch(plan, "bwd", v.bind, v.nb, v.work, v.ws, 0, 0, NULL));
     CK(cuCtxSynchronize());
@@ -297,7 +323,7 @@ static void group(cake_package *pkg, const Data *d, const Out *one, int R, cake_
   int same_ranks = 1;
   for (int run = 0; run < 2; run++) {
     Out *o = run ? &again : &got;
-    for (int r = 0; r < R; r++) dev_poison(&v[r], d, Tl[r]);
+    for (int r = 0; r < R; r++) dev_poison(&v[r], d, Tl[r], plans[r]);
     RT(cake_launch_group(plans, R, "fwd", bp, nb, ws, wsb, NULL, NULL, comms, NULL));
     RT(cake_launch_group(plans, R, "bwd", bp, nb, ws, wsb, NULL, NULL, comms, NULL));
     CK(cuCtxSynchronize());
