@@ -216,7 +216,12 @@ void cir_dump(Buf *o, const CirProgram *p) {
   for (int i = 0; i < p->nentries; i++) {
     const CirEntry *e = p->entries[i];
     buf_printf(o, "entry %s =", e->name);
-    for (int j = 0; j < e->nstages; j++) buf_printf(o, "%s %s", j ? "," : "", e->stages[j]->name);
+    for (int j = 0; j < e->nstages; j++) {
+      int opens = e->group[j] && (j == 0 || e->group[j - 1] != e->group[j]);
+      int closes = e->group[j] && (j + 1 == e->nstages || e->group[j + 1] != e->group[j]);
+      buf_printf(o, "%s %s%s%s", j ? "," : "", opens ? (e->reverse[j] ? "rounds reverse(" : "rounds(") : "",
+                 e->stages[j]->name, closes ? ")" : "");
+    }
     buf_puts(o, "\n");
   }
 }

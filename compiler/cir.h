@@ -127,6 +127,10 @@ typedef struct CirKernel {
    * (i < before), or i - before after its end, of its document (0 outside
    * it); src a token tensor, dst [F, before + after] + src's other extents */
   int xbefore, xafter;
+  /* listed in `rounds(...)` (1) or `rounds reverse(...)` (2) of an entry: in
+   * round k it runs only the fragments k-th in their document (from the
+   * start, or from the end), its docs axis `rounds_axis`; 0 otherwise */
+  int rounds, rounds_axis;
   CirAxis axes[CIR_MAX_AXES];
   int naxes;
   int threads;
@@ -139,6 +143,11 @@ typedef struct CirEntry {
   Loc loc;
   CirKernel **stages;
   int nstages;
+  /* per stage: 0, or the number (from 1) of the `rounds(...)` group it is
+   * in; reverse[i] 1 for `rounds reverse(...)`. A group's stages run in
+   * order once per round, for as many rounds as the longest document has
+   * fragments. */
+  int *group, *reverse;
 } CirEntry;
 
 /* `prefer VALUE when EXPR` of an option: the runtime's choice when the

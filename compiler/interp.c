@@ -71,6 +71,7 @@ typedef struct Interp {
   size_t errlen;
   int failed;
   const CirTensor *win_halo; /* walk_window: the element passed is one of this halo's (a shifted window) */
+  long long round;           /* the round of a `rounds` group being run, or -1 */
 } Interp;
 
 static void fail(Interp *I, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -339,7 +340,14 @@ static void exec_for(Interp *I, const CirInst *f) {
   }
   long long lo, hi;
   const int *pairs = NULL;
-  if (f->before) {
+  if (f->before == 3) { /* ends(): every document's last fragment */
+    if (!I->args->frags) {
+      fail(I, f, "a loop over ends() needs the fragments of the ranks: it runs on ranks (cake_interp_run_ranks)");
+      return;
+    }
+    lo = 0, hi = I->args->ends_count;
+    pairs = I->args->pairs + 2 * I->args->ends_first;
+  } else if (f->before) {
     if (!I->args->frags) {
       fail(I, f, "a loop over before(n) or after(n) needs the fragments of the ranks: it runs on ranks "
                  "(cake_interp_run_ranks)");
@@ -636,6 +644,14 @@ static void run_kernel(Interp *I, const CirKernel *k) {
         I->grid[0] = x;
         I->grid[1] = y;
         I->grid[2] = z;
+        if (k->rounds) { /* in round k only the fragments k-th in their document (from its end: reverse) */
+          const InterpFrag *fr = I->args->frags ? &I->args->frags[I->grid[k->rounds_axis]] : NULL;
+          if (!fr || I->round < 0) {
+            fail(I, NULL, "kernel '%s' runs in rounds: it needs the fragments of the ranks and a round", k->name);
+            break;
+          }
+          if ((k->rounds == 2 ? fr->after_count : fr->before_count) != I->round) continue;
+        }
         exec_block(I, &k->body);
       }
   for (int i = 0; i < I->nvals; i++) free(I->vals[i].v);
@@ -721,6 +737,7 @@ static int run_begin(Run *R, const CirProgram *p, const CirEntry *en, const Inte
   I->args = args;
   I->err = err;
   I->errlen = errlen;
+  I->round = -1;
   R->en = en;
   I->dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(long long));
   for (int i = 0; i < p->ndims; i++) /* the docs and chunks dims are computed below */
@@ -901,19 +918,36 @@ int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, co
   int failed = -1;
   for (int r = 0; r < nranks && failed < 0; r++)
     if (run_begin(&runs[r], p, en, args[r], msg, sizeof msg)) failed = r;
-  for (int s = 0; s < en->nstages && failed < 0; s++) {
-    const CirKernel *k = en->stages[s];
-    if (k->exchange) {
-      for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 1);
-      if (k->exchange == XCHG_HALO) halo(runs, nranks, k);
-      else all_gather(runs, nranks, k);
-      for (int r = 0; r < nranks; r++) poison_at(&runs[r], s, 0);
-      continue;
-    }
-    for (int r = 0; r < nranks && failed < 0; r++) {
-      run_stage(&runs[r], s);
-      if (runs[r].I.failed) failed = r;
-    }
+  /* rounds: as many as the longest document has fragments (the same on every rank) */
+  long long nrounds = 1;
+  for (int r = 0; r < nranks; r++)
+    for (long long f = 0; args[r]->frags && f < runs[r].I.ndocs; f++)
+      if (args[r]->frags[f].before_count + 1 > nrounds) nrounds = args[r]->frags[f].before_count + 1;
+  for (int s = 0; s < en->nstages && failed < 0;) {
+    int g1 = s; /* the stages [s, g1] run together: one stage, or a rounds group */
+    while (en->group[s] && g1 + 1 < en->nstages && en->group[g1 + 1] == en->group[s]) g1++;
+    long long nr = en->group[s] ? nrounds : 1;
+    for (long long round = 0; round < nr && failed < 0; round++)
+      for (int j = s; j <= g1 && failed < 0; j++) {
+        const CirKernel *k = en->stages[j];
+        /* a group's temps live through all its rounds: poisoned before the first, after the last */
+        int first = round == 0, last = round == nr - 1;
+        for (int r = 0; r < nranks; r++) runs[r].I.round = en->group[s] ? round : -1;
+        if (k->exchange) {
+          for (int r = 0; r < nranks && first; r++) poison_at(&runs[r], j, 1);
+          if (k->exchange == XCHG_HALO) halo(runs, nranks, k);
+          else all_gather(runs, nranks, k);
+          for (int r = 0; r < nranks && last; r++) poison_at(&runs[r], j, 0);
+          continue;
+        }
+        for (int r = 0; r < nranks && failed < 0; r++) {
+          if (first) poison_at(&runs[r], j, 1);
+          run_kernel(&runs[r].I, k);
+          if (last) poison_at(&runs[r], j, 0);
+          if (runs[r].I.failed) failed = r;
+        }
+      }
+    s = g1 + 1;
   }
   if (failed >= 0) snprintf(err, errlen, "rank %d: %s", failed, msg);
   for (int r = 0; r < nranks; r++) run_end(&runs[r]);

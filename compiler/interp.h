@@ -43,6 +43,8 @@ typedef struct InterpArgs {
                                1: no poisoning; the temps keep what the entry stored (cakec run --temps) */
   const InterpFrag *frags;  /* a context-parallel program: one per local document (fragment), or NULL */
   const int *pairs;         /* the (rank, fragment) pairs the fragments' before_first and after_first index */
+  long long ends_first, ends_count; /* pairs[2 * ends_first ...]: the fragment that ends each document, over
+                                       every rank, in document order (`for r, f in ends()`) */
 } InterpArgs;
 
 /* 0 on success; on failure a message in err. An entry with an exchange
@@ -53,8 +55,11 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
  * (its local dims, cu_seqlens, fragments and tensors; the ranks and fragments
  * dims the same everywhere): the stages in lockstep, rank by rank, and at an
  * exchange stage every rank's source copied into every rank's destination
- * (all_gather: dst[r, ...] = rank r's src). 0 on success; on failure a
- * message naming the rank. */
+ * (all_gather: dst[r, ...] = rank r's src). The stages of a `rounds(...)`
+ * group run once per round, as many rounds as the longest document has
+ * fragments; in round k a kernel of the group runs only the fragments that
+ * are k-th in their document (from its end for `rounds reverse`). 0 on
+ * success; on failure a message naming the rank. */
 int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, const InterpArgs *const *args, char *err,
                           size_t errlen);
 

@@ -28,6 +28,17 @@ static void scan(const CirBlock *b, int *acc) {
   }
 }
 
+/* Does a stage after `s` in the rounds group of stage s store tensor t? */
+static int group_stores(const CirProgram *p, const CirEntry *en, int s, int t, const int *acc, int nt) {
+  if (!en->group[s]) return 0;
+  for (int j = s + 1; j < en->nstages && en->group[j] == en->group[s]; j++) {
+    const CirKernel *k = en->stages[j];
+    if (k->exchange ? k->xdst->index == t : (acc[(size_t)k->index * (size_t)nt + (size_t)t] & ACC_STORE) != 0) return 1;
+  }
+  (void)p;
+  return 0;
+}
+
 void cir_liveness(const CirProgram *p, CirLiveness *out) {
   int nt = p->ntensors, ne = p->nentries;
   out->ntensors = nt;
@@ -55,9 +66,26 @@ void cir_liveness(const CirProgram *p, CirLiveness *out) {
         CirLive *l = &out->live[t * ne + e];
         if (l->first < 0) {
           l->first = s;
-          if (a[t] & ACC_READ_FIRST) out->pinned[t] = 1; /* it expects a value from before the entry */
+          /* it expects a value from before the entry, unless a later stage
+           * of the same rounds group writes it (a value of the round before) */
+          if ((a[t] & ACC_READ_FIRST) && !group_stores(p, en, s, t, acc, nt)) out->pinned[t] = 1;
         }
         l->last = s;
+      }
+    }
+    /* a temp that a rounds group touches lives through the whole group: its
+     * stages run again in the next round */
+    for (int t = 0; t < nt; t++) {
+      CirLive *l = &out->live[t * ne + e];
+      if (l->first < 0) continue;
+      for (int g0 = 0; g0 < en->nstages; g0++) {
+        if (!en->group[g0] || (g0 > 0 && en->group[g0 - 1] == en->group[g0])) continue;
+        int g1 = g0;
+        while (g1 + 1 < en->nstages && en->group[g1 + 1] == en->group[g0]) g1++;
+        if (l->first <= g1 && l->last >= g0) {
+          if (g0 < l->first) l->first = g0;
+          if (g1 > l->last) l->last = g1;
+        }
       }
     }
     free(xacc);
@@ -79,7 +107,8 @@ void cir_live_dump(Buf *o, const CirProgram *p) {
   for (int e = 0; e < p->nentries; e++) {
     buf_printf(o, "entry %s =", p->entries[e]->name);
     for (int s = 0; s < p->entries[e]->nstages; s++)
-      buf_printf(o, "%s %d:%s", s ? "," : "", s, p->entries[e]->stages[s]->name);
+      buf_printf(o, "%s %d:%s%s", s ? "," : "", s, p->entries[e]->stages[s]->name,
+                 !p->entries[e]->group[s] ? "" : p->entries[e]->reverse[s] ? " (rounds reverse)" : " (rounds)");
     buf_puts(o, "\n");
   }
   for (int t = 0; t < p->ntensors; t++) {

@@ -1781,6 +1781,17 @@ static int for_stmt(Sema *s, const Stmt *st) {
   if (counted) {
     first = range_count(s, st);
     if (!first) return 0;
+  } else if (st->before == 3) { /* ends(): no fragment argument */
+    if (s->p->ranks_dim < 0) {
+      ERR(st->doc_loc, "a loop over `ends()` walks the fragments of every rank: it needs a context-parallel "
+                       "program (a `ranks` declaration)");
+      return 0;
+    }
+    if (!strcmp(st->name, st->name2)) {
+      ERR(st->name2_loc, "the rank and the fragment of an `ends` loop need two different names");
+      return 0;
+    }
+    first = const_inst(s, st->loc, cint(0));
   } else if (st->before) {
     if (s->p->ranks_dim < 0) {
       ERR(st->doc_loc, "a loop over `%s(%s)` walks the fragments of other ranks: it needs a context-parallel "
@@ -2580,6 +2591,50 @@ static void check_halo_loads(Sema *s, const CirEntry *en, int at, const CirBlock
   }
 }
 
+/* A stage of a `rounds(...)` group: the program is context-parallel, and a
+ * kernel runs over docs and is in rounds of the same direction wherever an
+ * entry lists it (its code skips the fragments of other rounds). */
+static void entry_round_stage(Sema *s, const CirEntry *en, CirKernel *k, const StageRef *st) {
+  const Ident *id = &st->id;
+  const char *dir = st->reverse ? "rounds reverse(...)" : "rounds(...)";
+  if (s->p->ranks_dim < 0) {
+    ERR(id->loc, "entry '%s' lists '%s' in %s: rounds pass values from fragment to fragment of a document across "
+                 "ranks, so they need a context-parallel program (a `ranks` declaration)",
+        en->name, id->name, dir);
+    return;
+  }
+  if (k->exchange) return;
+  int ax = -1;
+  for (int i = 0; i < k->naxes; i++)
+    if (k->axes[i].kind == GA_DOCS) ax = i;
+  if (ax < 0) {
+    ERR(id->loc, "kernel '%s' is in %s of entry '%s' but has no axis over docs: a round runs the fragments that are "
+                 "k-th in their document, so the kernel needs an axis like `n in docs`",
+        id->name, dir, en->name);
+    return;
+  }
+  int want = st->reverse ? 2 : 1;
+  if (k->rounds && k->rounds != want) {
+    ERR(id->loc, "kernel '%s' is in %s of entry '%s' and in %s elsewhere: a kernel runs its rounds one way", id->name,
+        dir, en->name, k->rounds == 2 ? "rounds reverse(...)" : "rounds(...)");
+    return;
+  }
+  k->rounds = want;
+  k->rounds_axis = ax;
+}
+
+/* A kernel listed in rounds in one entry and outside them in another. */
+static void check_round_kernels(Sema *s, CirProgram *p) {
+  for (int e = 0; e < p->nentries; e++) {
+    const CirEntry *en = p->entries[e];
+    for (int i = 0; i < en->nstages; i++)
+      if (!en->group[i] && en->stages[i]->rounds)
+        ERR(en->loc, "entry '%s' runs kernel '%s' outside rounds, and another entry in %s: its code runs one "
+                     "fragment position per launch, so list it in rounds everywhere",
+            en->name, en->stages[i]->name, en->stages[i]->rounds == 2 ? "rounds reverse(...)" : "rounds(...)");
+  }
+}
+
 static void check_entry_halos(Sema *s, const CirEntry *en) {
   for (int i = 0; i < en->nstages; i++)
     if (!en->stages[i]->exchange) check_halo_loads(s, en, i, &en->stages[i]->body);
@@ -2657,20 +2712,27 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
     en->name = d->name.name;
     en->loc = d->name.loc;
     en->stages = arena_alloc(arena, sizeof(CirKernel *) * (size_t)d->names.len);
+    en->group = arena_alloc(arena, sizeof(int) * (size_t)(d->names.len + 1));
+    en->reverse = arena_alloc(arena, sizeof(int) * (size_t)(d->names.len + 1));
     for (int j = 0; j < d->names.len; j++) {
-      const Ident *id = d->names.items[j];
+      const StageRef *st = d->names.items[j];
+      const Ident *id = &st->id;
       Sym *ky = find_sym(s, id->name);
       if (is_poison_sym(ky)) continue;
       if (!ky || ky->kind != SYM_KERNEL) {
         ERR(id->loc, "entry '%s' lists '%s', which is not a kernel", en->name, id->name);
         continue;
       }
+      en->group[en->nstages] = st->group;
+      en->reverse[en->nstages] = st->reverse;
       en->stages[en->nstages++] = ky->ptr;
+      if (st->group) entry_round_stage(s, en, ky->ptr, st);
     }
     y->ptr = en;
     p->entries[p->nentries++] = en;
     check_entry_halos(s, en);
   }
+  check_round_kernels(s, p);
   if (p->nkernels == 0 && diag->errors == errors0) ERR(ast->name.loc, "program '%s' has no kernels", p->name);
   if (diag->errors != errors0) return NULL;
   return p;

@@ -91,6 +91,14 @@ typedef struct Ident {
   Loc loc;
 } Ident;
 
+/* A stage of an entry: its name, and the `rounds(...)` group it is in (0:
+ * none, else its number from 1), reverse 1 for `rounds reverse(...)`. The
+ * Ident comes first: a StageRef* reads as an Ident*. */
+typedef struct StageRef {
+  Ident id;
+  int group, reverse;
+} StageRef;
+
 typedef enum {
   AX_CHUNKS, /* c in chunks */
   AX_DOCS,   /* n in docs */
@@ -134,7 +142,7 @@ typedef struct Prefer {
 typedef struct Decl {
   DeclKind kind;
   Loc loc;
-  PtrVec names;     /* Ident*: D_DIM, D_TENSOR, D_ENTRY stages */
+  PtrVec names;     /* Ident*: D_DIM, D_TENSOR; StageRef*: D_ENTRY stages */
   Ident name;       /* D_CONST, D_PARAM, D_KERNEL, D_ENTRY */
   Expr *value;      /* D_CONST value, D_PARAM default, D_REQUIRE expression */
   Loc value_loc;    /* D_REQUIRE: where the expression starts (and its extent on that line) */

@@ -263,7 +263,11 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
       break;
     case D_ENTRY:
       buf_printf(o, "Entry %s =", d->name.name);
-      for (int j = 0; j < d->names.len; j++) buf_printf(o, " %s", ((Ident *)d->names.items[j])->name);
+      for (int j = 0; j < d->names.len; j++) {
+        const StageRef *st = d->names.items[j];
+        if (st->group) buf_printf(o, " %s[rounds %d%s]", st->id.name, st->group, st->reverse ? " reverse" : "");
+        else buf_printf(o, " %s", st->id.name);
+      }
       break;
   }
   buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);

@@ -105,6 +105,14 @@ static Ident *mk_ident(struct ParseCtx *pc, const char *name, Loc loc) {
   return id;
 }
 
+static StageRef *mk_stage(struct ParseCtx *pc, const char *name, Loc loc, int group, int reverse) {
+  StageRef *st = NEW(StageRef);
+  st->id = (Ident){name, loc};
+  st->group = group;
+  st->reverse = reverse;
+  return st;
+}
+
 static PtrVec one(struct ParseCtx *pc, void *p) {
   PtrVec v = {0};
   ptrvec_push(pc->arena, &v, p);
@@ -135,7 +143,7 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token <dtype> DTYPE "dtype"
 
 %type <expr> expr postfix primary index_item opt_default opt_threads shape_item
-%type <vec> decls ident_list expr_list index_list const_list axis_list stmts opt_carry args
+%type <vec> decls ident_list stage_list stage_group expr_list index_list const_list axis_list stmts opt_carry args
 %type <vec> else_decls else_stmts shape_list prefer_list xchg_args
 %type <decl> decl const_item
 %type <stmt> stmt if_stmt
@@ -211,7 +219,7 @@ decl
       $$ = NEW(Decl); $$->kind = D_KERNEL; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->axes = $5; $$->threads = $7; $$->body = $9;
     }
-  | ENTRY IDENT '=' ident_list {
+  | ENTRY IDENT '=' stage_list {
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->names = $4;
     }
@@ -327,6 +335,37 @@ ident_list
   | ident_list ',' IDENT  { $$ = $1; ptrvec_push(pc->arena, &$$, mk_ident(pc, $3, L(@3))); }
   ;
 
+/* An entry's stages: names, and groups `rounds(a, b)` / `rounds reverse(a, b)`
+ * (`rounds` is a name only here, not a keyword): each stage of a group
+ * carries the group's number (from 1, in the entry's order). */
+stage_list
+  : stage_group                 { $$ = $1; }
+  | stage_list ',' stage_group  {
+      $$ = $1;
+      int g = 0;
+      for (int i = 0; i < $$.len; i++)
+        if (((StageRef *)$$.items[i])->group > g) g = ((StageRef *)$$.items[i])->group;
+      for (int i = 0; i < $3.len; i++) {
+        StageRef *st = $3.items[i];
+        if (st->group) st->group = g + 1;
+        ptrvec_push(pc->arena, &$$, st);
+      }
+    }
+  ;
+
+stage_group
+  : IDENT  { $$ = one(pc, mk_stage(pc, $1, L(@1), 0, 0)); }
+  | IDENT opt_reverse '(' ident_list ')' {
+      if (strcmp($1, "rounds") != 0)
+        diag_error(pc->diag, L(@1), "expected a stage name or `rounds(...)` in the entry, got '%s(...)'", $1);
+      $$ = (PtrVec){0};
+      for (int i = 0; i < $4.len; i++) {
+        const Ident *id = $4.items[i];
+        ptrvec_push(pc->arena, &$$, mk_stage(pc, id->name, id->loc, 1, $2));
+      }
+    }
+  ;
+
 /* axis := name "in" ("chunks" | "docs" | expr) */
 axis_list
   : axis                { $$ = one(pc, $1); }
@@ -395,6 +434,20 @@ stmt
       $$->name2 = $4; $$->name2_loc = L(@4); $$->reverse = $6;
       $$->doc = $9; $$->doc_loc = L(@9); $$->before = which ? which : 1;
       $$->carries = $11; $$->body = $13;
+      $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
+    }
+  | FOR IDENT ',' IDENT IN opt_reverse IDENT '(' ')' opt_carry '{' stmts '}' {
+      /* `for r, f in [reverse] ends()`: the fragment that ends each
+       * document, over every rank, in document order (a context-parallel
+       * program) */
+      if (strcmp($7, "ends") != 0)
+        diag_error(pc->diag, L(@7), "expected `ends()` after 'in' for a loop over two names without a fragment, got "
+                   "'%s()'", $7);
+      $$ = NEW(Stmt); $$->kind = S_FOR; $$->loc = L(@1);
+      $$->name = $2; $$->name_loc = L(@2);
+      $$->name2 = $4; $$->name2_loc = L(@4); $$->reverse = $6;
+      $$->doc_loc = L(@7); $$->before = 3;
+      $$->carries = $10; $$->body = $12;
       $$->depth = nested_block(pc, &$$->body, NULL, 1, $$->loc);
     }
   | if_stmt { $$ = $1; }

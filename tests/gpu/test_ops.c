@@ -176,7 +176,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < prog->ntensors && ntemps < 8; i++)
     if (prog->tensors[i]->role == ROLE_TEMP)
       temps[ntemps++] = tensors[i] = calloc((size_t)cake_interp_numel(prog, prog->tensors[i], edims), 8);
-  InterpArgs args = {dims, cu, N, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, N, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[512];
   int irc = cake_interp_run(prog, "run", &args, err, sizeof err);
   for (int i = 0; i < ntemps; i++) free(temps[i]);

@@ -89,7 +89,7 @@ static void run_case(const Case *cs, int exact) {
   tensors[cir_tensor_index(p, "dx")] = dx;
   tensors[cir_tensor_index(p, "dw")] = dw;
   tensors[cir_tensor_index(p, "dbias")] = db;
-  InterpArgs args = {dims, cs->cu, cs->ndocs, NULL, tensors, exact, 0, NULL, NULL};
+  InterpArgs args = {dims, cs->cu, cs->ndocs, NULL, tensors, exact, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p, "fwd", &args), 0);
   assert_int_equal(fixture_run(p, "bwd", &args), 0);
   int silu = !strcmp(cs->activation, "silu");

@@ -111,7 +111,7 @@ static void run_case(const Case *cs) {
   tensors[cir_tensor_index(p, "h0")] = cs->with_h0 ? in.h0 : NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = cs->with_ht ? ht : NULL;
-  InterpArgs args = {dims, cs->cu, N, params, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cs->cu, N, params, tensors, 0, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p, "fwd", &args), 0); /* temps allocated there */
   int32_t cu32[8];
   for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];

@@ -78,7 +78,7 @@ static void ops_on_a_chunk(void **st) {
   long long dims[2] = {T}; /* T, chunks (not read) */
   assert_int_equal(p->ndims, 2);
   double *tensors[8] = {a, g, out[0], out[1], out[2], out[3], out[4], out[5]};
-  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   /* rows past T were loaded as 0, so every quantity is that of the padded chunk */
@@ -135,7 +135,7 @@ static void scan_over_documents(void **st) {
   long long dims[3] = {T, 3}; /* T, N, chunks: N and chunks are not read */
   assert_int_equal(p->ndims, 3);
   double *tensors[4] = {x, NULL, y, ht};
-  InterpArgs args = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   for (int d = 0; d < 3; d++)
@@ -173,7 +173,7 @@ static void first_program_matches_reference(void **st) {
   long long dims[3] = {T, H}; /* T, H, chunks (not read) */
   assert_int_equal(p->ndims, 3);
   double *tensors[4] = {x, y, w, z};
-  InterpArgs args = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   /* the first program has no docs dim; documents still split its chunks */
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
@@ -221,7 +221,7 @@ static void integer_and_special_values(void **st) {
   long long dims[2] = {T};
   assert_int_equal(p->ndims, 2);
   double *tensors[13] = {a, b, x, y, out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], am};
-  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   for (int c = 0; c < 10; c++) {
@@ -275,7 +275,7 @@ static void elementwise_functions(void **st) {
   }
   long long dims[2] = {T};
   double *tensors[7] = {x, out[0], out[1], out[2], out[3], out[4], out[5]};
-  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   double *th = out[0], *l1 = out[1], *em = out[2], *ls = out[3], *si = out[4], *sp = out[5];
@@ -347,7 +347,7 @@ static void decay_matrix(void **st) {
   for (int i = 0; i < T; i++) g[i] = cake_round_f32(i < C ? urand() * 0.2 : 20 + urand() * 40);
   long long dims[2] = {T};
   double *tensors[4] = {g, out[0], out[1], out[2]};
-  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, NULL, 0, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   for (int ch = 0; ch < 2; ch++) {
@@ -408,7 +408,7 @@ static void decay_gradients(void **st) {
   long long dims[3] = {T, 2, 0};
   double *part = calloc(4 * K, 8);
   double *tensors[10] = {a, b, g, m, out[0], out[1], out[2], tot, part};
-  InterpArgs args = {dims, cu, 2, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, 2, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   /* the chunks: [0,16) [16,20) [20,36) [36,40) */
@@ -475,7 +475,7 @@ static void counted_loops_and_requirements(void **st) {
   for (int i = 0; i < T * HV * 4; i++) x[i] = cake_round_f32(urand() - 0.5);
   long long dims[4] = {T, H, HV, 0};
   double *tensors[4] = {x, s, w, z};
-  InterpArgs args = {dims, NULL, 1, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, NULL, 1, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), 0);
   for (int t = 0; t < T; t++)

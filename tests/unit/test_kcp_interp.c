@@ -193,7 +193,7 @@ static void run_ranks(const CirProgram *p, const char *const *entries, const lon
   const InterpArgs *pa[MAXR] = {0};
   for (int r = 0; r < R; r++) {
     args[r] = (InterpArgs){rk[r].dims, rk[r].cu, rk[r].n ? rk[r].n : 1, NULL, rk[r].tensors, exact, 0, rk[r].frags,
-                           rk[r].pairs};
+                           rk[r].pairs, 0, 0};
     pa[r] = &args[r];
   }
   char err[1024];
@@ -366,7 +366,7 @@ static void kda_run(const CirProgram *p, const KdaIn *x, const int32_t *cu, int 
   gd[p->tokens_dim] = T;
   long long cu64[16];
   for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
-  InterpArgs a = {gd, cu64, nd, NULL, g, exact, 0, NULL, NULL};
+  InterpArgs a = {gd, cu64, nd, NULL, g, exact, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p, "fwd", &a), 0);
 }
 
@@ -471,7 +471,7 @@ static void test_kda_train_summary(void **state) {
         t1[i] = ref[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
       }
     }
-    InterpArgs a = {gd, cu64, nd, NULL, t1, 1, 0, NULL, NULL};
+    InterpArgs a = {gd, cu64, nd, NULL, t1, 1, 0, NULL, NULL, 0, 0};
     assert_int_equal(fixture_run(one, "fwd", &a), 0);
     assert_int_equal(fixture_run(one, "bwd", &a), 0);
     /* on ranks */
@@ -527,7 +527,7 @@ static void test_kda_train_summary(void **state) {
           r1[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
         }
       }
-      InterpArgs ar = {gd, cu64, nd, NULL, r1, 0, 0, NULL, NULL};
+      InterpArgs ar = {gd, cu64, nd, NULL, r1, 0, 0, NULL, NULL, 0, 0};
       assert_int_equal(fixture_run(one, "fwd", &ar), 0);
       assert_int_equal(fixture_run(one, "bwd", &ar), 0);
       long long gk[16] = {0};
@@ -602,7 +602,7 @@ static void conv_case(const int32_t *cu, int nd, int R, cake_layout layout, int 
     t1[tix(p1, names[i])] = v;
     gk[tix(pk, names[i])] = i < 4 ? v : ok[i];
   }
-  InterpArgs a = {dims, cul, nd, NULL, t1, exact, 0, NULL, NULL};
+  InterpArgs a = {dims, cul, nd, NULL, t1, exact, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p1, "fwd", &a), 0);
   assert_int_equal(fixture_run(p1, "bwd", &a), 0);
   /* R ranks */
@@ -655,7 +655,7 @@ static void test_errors(void **state) {
   t[tix(p, "x")] = buf[0], t[tix(p, "y")] = buf[1];
   for (int i = 0; i < p->ntensors; i++)
     if (p->tensors[i]->role == ROLE_TEMP) t[i] = calloc(64, sizeof(double));
-  InterpArgs a = {dims, NULL, 0, NULL, t, 0, 0, NULL, NULL};
+  InterpArgs a = {dims, NULL, 0, NULL, t, 0, 0, NULL, NULL, 0, 0};
   char err[512];
   /* the entry exchanges: one rank alone cannot run it */
   assert_int_equal(cake_interp_run(p, "fwd", &a, err, sizeof err), -1);

@@ -117,7 +117,7 @@ static void run_case(const Case *cs) {
   tensors[cir_tensor_index(p, "h0")] = cs->with_h0 ? h0 : NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = ht;
-  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p, "fwd", &args), 0); /* temps allocated there */
   int32_t cu32[8];
   for (int i = 0; i <= N; i++) cu32[i] = (int32_t)cs->cu[i];
@@ -182,7 +182,7 @@ static void gva_heads_must_divide(void **st) {
   long long cu[2] = {0, 64};
   set_dims(p, dims, 64, 1, 2, 3, 1);
   double *tensors[32] = {0};
-  InterpArgs args = {dims, cu, 1, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, 1, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[512];
   assert_int_equal(cake_interp_run(p, "fwd", &args, err, sizeof err), -1);
   char want[256];

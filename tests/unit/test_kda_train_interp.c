@@ -102,7 +102,7 @@ static void run_variant(const Case *cs, const char *save, const Inputs *in, doub
       size_t n = (size_t)cake_interp_numel(p, p->tensors[i], dims);
       tensors[i] = calloc(n ? n : 1, sizeof(double));
     }
-  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[512];
   int rc = cake_interp_run(p, "fwd", &args, err, sizeof err);
   if (rc) fprintf(stderr, "interp fwd: %s\n", err);

@@ -154,7 +154,7 @@ static void first_from_files(void **st) {
   CirProgram *p = compile_spec(CAKE_SOURCE_DIR "/specs/first/first.cake", NULL);
   long long dims[3] = {T, H}, cu[4] = {0, 1, 70, 200};
   double *tensors[4] = {x, y16, w, z};
-  InterpArgs args2 = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args2 = {dims, cu, 3, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[256];
   assert_int_equal(cake_interp_run(p, "fwd", &args2, err, sizeof err), 0);
   same_bits("first: z", zr, z, T * H * D);
@@ -251,7 +251,7 @@ static void kda_forward_case(const Case *cs) {
   if (!cs->with_h0) tensors[cir_tensor_index(p, "h0")] = NULL;
   tensors[cir_tensor_index(p, "o")] = o;
   tensors[cir_tensor_index(p, "ht")] = ht;
-  InterpArgs iargs = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs iargs = {dims, cs->cu, N, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   assert_int_equal(fixture_run(p, "fwd", &iargs), 0); /* temps allocated there */
   same_bits("kda o", fo, o, nv);
   same_bits("kda ht", fht, ht, ns);
@@ -325,7 +325,7 @@ static void kda_train_states_through_files(void **st) {
     free(tensors[ti]);
     tensors[ti] = read_npy(path_of("train_fwd", fin[i].name), fin[i].rank, fin[i].shape);
   }
-  InterpArgs args = {dims, cu, N, NULL, tensors, 0, 0, NULL, NULL};
+  InterpArgs args = {dims, cu, N, NULL, tensors, 0, 0, NULL, NULL, 0, 0};
   char err[512];
   if (cake_interp_run(p, "fwd", &args, err, sizeof err)) fail_msg("%s", err);
   const Arr fout[] = {{"o", 3, {T, H, V}}, {"ht", 4, {N, H, K, V}}, {"hs", 4, {NC, H, K, V}}};
