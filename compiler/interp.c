@@ -328,6 +328,15 @@ static double binop(CirOp op, DType dt, double a, double b) {
 
 static void exec_block(Interp *I, const CirBlock *b);
 
+/* A loop's carried value of a float dtype holds what that dtype can from
+ * step to step (the GPU keeps it in that dtype between steps), except in
+ * exact mode: a state carried over chunks rounds as it would passing
+ * through a tensor, so that a program may hand it to another rank. */
+static void round_carry(const Interp *I, Tile *t) {
+  if (t->ty.dt != DT_F32 && t->ty.dt != DT_BF16 && t->ty.dt != DT_F16) return;
+  for (long long i = 0; i < numel(t->ty); i++) t->v[i] = rnd(I, t->ty.dt, t->v[i]);
+}
+
 static void exec_for(Interp *I, const CirInst *f) {
   long long n = (long long)val(I, f->args[0])->v[0];
   int nc = f->nargs - 1;
@@ -337,6 +346,7 @@ static void exec_for(Interp *I, const CirInst *f) {
     carry[i].ty = init->ty;
     carry[i].v = cake_xmalloc(sizeof(double) * (size_t)numel(init->ty));
     memcpy(carry[i].v, init->v, sizeof(double) * (size_t)numel(init->ty));
+    round_carry(I, &carry[i]);
   }
   long long lo, hi;
   const int *pairs = NULL;
@@ -374,8 +384,10 @@ static void exec_for(Interp *I, const CirInst *f) {
     exec_block(I, body);
     const CirInst *y = body->insts[body->len - 1];
     CAKE_ASSERT(y->op == OP_YIELD);
-    for (int i = 0; i < nc; i++)
+    for (int i = 0; i < nc; i++) {
       memcpy(carry[i].v, val(I, y->args[i])->v, sizeof(double) * (size_t)numel(carry[i].ty));
+      round_carry(I, &carry[i]);
+    }
   }
   /* The final carries, back to back in the FOR's own slot; each FORRES
    * that follows picks its part. */

@@ -48,7 +48,9 @@
 //   beta       b = sigmoid(l): dl = dbeta b (1 - b)
 //   L2 norm    qn = q / sqrt(|q|^2 + 1e-6) = q r:  dq_raw = r (dqn - qn (qn . dqn))
 // dA_log and ddt_bias sum over every token of every document: each chunk
-// writes its partial sums, and one kernel per head adds them in chunk order.
+// writes its partial sums; they add in chunk order within each document,
+// then the documents' sums in document order (cp = summary: all chunks in
+// order, then the ranks' sums in rank order).
 // With GVA, dq and dk of key head h sum the terms of value heads
 // h * G .. h * G + G - 1 (G = HV / H), in that order, before the L2 norm's
 // backward (which is linear in them): dqg and dka run per key head and loop
@@ -94,7 +96,7 @@ option gate = safe in (safe, softplus, external)
 option qk_norm = true in (true, false)
 option beta_logits = true in (true, false)
 option save = ckpt in (ckpt, states)
-option cp = none in (none, summary)
+option cp = none in (none, summary, exact)
 
 // cp = summary: context-parallel (KCP), one packed sequence split across R
 // ranks, each running this program on its fragments (local documents). A
@@ -111,12 +113,23 @@ option cp = none in (none, summary)
 // its document, ht written meaningfully on the one that ends it, dh0 on the
 // one that starts it (on the others they are the fragment's own incoming or
 // outgoing state and its gradient).
+//
+// cp = exact: the same split, but each fragment starts from the real state
+// that leaves the fragment before it in its document (fp32, exchanged), so
+// every output and gradient is bitwise the single rank's on the same tokens
+// when every cut lies at a chunk boundary of its document (the partition's
+// align = C). The state passes run in rounds: in round k the fragments
+// k-th in their document (from its end, in the backward) run, then the
+// states leaving them are gathered; as many rounds as the longest document
+// has fragments. dA_log and ddt_bias add in the single rank's order: each
+// document's chunks in order (the running sums passed on from fragment to
+// fragment in rounds), then the documents in order.
 
 dim   T, N, H, HV                     // tokens, documents, key heads, value heads
 require HV % H == 0
 const K = 128, V = 128, C = 64, BV = 32
 sequence T, docs N, chunk C
-if cp == summary {
+if cp != none {
   dim R, F                            // ranks; the most fragments a rank holds
   ranks R, fragments F
 }
@@ -179,6 +192,21 @@ temp dk1s, dg1s, dgf : f32[T, HV, K]  // dk and dG without the KK terms;  dG
 temp pgs, dgls : f32[chunks, HV, K]   // dgl's state term;  dgl
 temp pda : f32[chunks, HV]            // per-chunk partial sums of dA_log
 temp pdt : f32[chunks, HV, K]         // and of ddt_bias
+if cp == none && gate != external {
+  temp pdoc : f32[N, HV]              // per document: its sums of dA_log
+  temp tdoc : f32[N, HV, K]           // and of ddt_bias
+}
+if cp == exact {
+  temp hend : f32[F, HV, K, V]        // the state leaving each fragment
+  temp dhbeg : f32[F, HV, K, V]       // the gradient of the state entering it
+  temp ghend, gdhbeg : f32[R, F, HV, K, V] // every rank's
+  if gate != external {
+    temp pdoc : f32[F, HV]            // per fragment: its document's sums of dA_log up to its end
+    temp tdoc : f32[F, HV, K]         // and of ddt_bias
+    temp gpdoc : f32[R, F, HV]        // every rank's
+    temp gtdoc : f32[R, F, HV, K]
+  }
+}
 if cp == summary {
   temp sm : f32[F, HV, K, K]          // each fragment's M
   temp sx : f32[F, HV, K, V]          // X
@@ -276,6 +304,11 @@ kernel chain over (n in docs, h in HV, j in V / BV) {
     S = load hin[n, h, :, j]
   } else {
     S = load h0[n, h, :, j] or 0
+    if cp == exact {                  // the state leaving the fragment before (the last one before)
+      for r, f in before(n) carry S {
+        S = load ghend[r, f, h, :, j]
+      }
+    }
   }
   for c in chunks(n) carry S {
     if save == states {
@@ -288,6 +321,9 @@ kernel chain over (n in docs, h in HV, j in V / BV) {
     S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
   }
   store ht[n, h, :, j] = S
+  if cp == exact {
+    store hend[n, h, :, j] = S
+  }
 }
 
 // the state pass of the backward in ckpt mode: the same carried state, bit
@@ -298,11 +334,19 @@ if save == ckpt {
       S = load hin[n, h, :, j]
     } else {
       S = load h0[n, h, :, j] or 0
+      if cp == exact {
+        for r, f in before(n) carry S {
+          S = load ghend[r, f, h, :, j]
+        }
+      }
     }
     for c in chunks(n) carry S {
       store hs[c, h, :, j] = S
       ub = (load u[c, h, j] - load w[c, h, :] @ (S as bf16)) as bf16
       S = load gx[c, h, :][:, None] * S + load kd[c, h, :].T @ ub
+    }
+    if cp == exact {
+      store hend[n, h, :, j] = S
     }
   }
 }
@@ -313,6 +357,11 @@ kernel dchain over (n in docs, h in HV, j in V / BV) {
     dS = load dhin[n, h, :, j]
   } else {
     dS = load dht[n, h, :, j] or 0
+    if cp == exact {                  // the gradient entering the fragment after (the first one after)
+      for r, f in reverse after(n) carry dS {
+        dS = load gdhbeg[r, f, h, :, j]
+      }
+    }
   }
   for c in reverse chunks(n) carry dS {
     store dhs[c, h, :, j] = dS
@@ -324,6 +373,9 @@ kernel dchain over (n in docs, h in HV, j in V / BV) {
     dS = load gx[c, h, :][:, None] * dS + load qg[c, h, :].T @ dob - load w[c, h, :].T @ (dU as bf16)
   }
   store dh0[n, h, :, j] = dS
+  if cp == exact {
+    store dhbeg[n, h, :, j] = dS
+  }
 }
 
 // The chunk-parallel rest, in stages small enough for one thread block's
@@ -507,20 +559,56 @@ kernel dgate1 over (c in chunks, h in HV) threads 256 {
   }
 }
 
-// dA_log and ddt_bias: the per-chunk partial sums of each head, added in
-// chunk order
+// dA_log and ddt_bias: the per-chunk partial sums of each head
 if gate != external {
-  kernel dgate over (h in HV) {
-    sa = 0.0
-    st = load dt_bias[h, :] * 0.0
-    for c in chunks carry sa, st {
-      sa = sa + load pda[c, h]
-      st = st + load pdt[c, h, :]
-    }
-    if cp == summary {
+  if cp == summary {
+    // all chunks in order: this rank's sums (added over the ranks below)
+    kernel dgate over (h in HV) {
+      sa = 0.0
+      st = load dt_bias[h, :] * 0.0
+      for c in chunks carry sa, st {
+        sa = sa + load pda[c, h]
+        st = st + load pdt[c, h, :]
+      }
       store lda[h] = sa
       store ldt[h, :] = st
-    } else {
+    }
+  } else {
+    // each document's chunks in order (cp = exact: from the sums the
+    // fragment before it ended with)
+    kernel dgate_doc over (n in docs, h in HV) {
+      sa = 0.0
+      st = load dt_bias[h, :] * 0.0
+      if cp == exact {
+        for r, f in before(n) carry sa, st {
+          sa = load gpdoc[r, f, h]
+          st = load gtdoc[r, f, h, :]
+        }
+      }
+      for c in chunks(n) carry sa, st {
+        sa = sa + load pda[c, h]
+        st = st + load pdt[c, h, :]
+      }
+      store pdoc[n, h] = sa
+      store tdoc[n, h, :] = st
+    }
+
+    // then the documents in order (cp = exact: the fragment that ends
+    // each, on whichever rank holds it)
+    kernel dgate over (h in HV) {
+      sa = 0.0
+      st = load dt_bias[h, :] * 0.0
+      if cp == exact {
+        for r, f in ends() carry sa, st {
+          sa = sa + load gpdoc[r, f, h]
+          st = st + load gtdoc[r, f, h, :]
+        }
+      } else {
+        for n in range(N) carry sa, st {
+          sa = sa + load pdoc[n, h]
+          st = st + load tdoc[n, h, :]
+        }
+      }
       store dA_log[h] = sa
       store ddt_bias[h, :] = st
     }
@@ -616,6 +704,15 @@ if cp == summary {
   }
 }
 
+if cp == exact {
+  exchange gather_h = all_gather(hend) -> ghend
+  exchange gather_dh = all_gather(dhbeg) -> gdhbeg
+  if gate != external {
+    exchange gather_da = all_gather(pdoc) -> gpdoc
+    exchange gather_dt = all_gather(tdoc) -> gtdoc
+  }
+}
+
 if cp == summary {
   entry fwd = prep, summ_m, summ_x, gather_m, gather_x, fold, chain
   // the backward recomputes the maps (M for the fold of the gradients; with
@@ -637,6 +734,24 @@ if cp == summary {
                   dnext, dsolve, dqg, dkp, dka, dgate1, dgate, gather_da, gather_dt, dgate_ranks
     }
   }
+} else if cp == exact {
+  entry fwd = prep, rounds(chain, gather_h)
+  if gate == external {
+    if save == states {
+      entry bwd = bprep, rounds reverse(dchain, gather_dh), dstate, dnext, dsolve, dqg, dkp, dka, dgate1
+    } else {
+      entry bwd = bprep, rounds(states, gather_h), rounds reverse(dchain, gather_dh), dstate, dnext, dsolve, dqg,
+                  dkp, dka, dgate1
+    }
+  } else {
+    if save == states {
+      entry bwd = bprep, rounds reverse(dchain, gather_dh), dstate, dnext, dsolve, dqg, dkp, dka, dgate1,
+                  rounds(dgate_doc, gather_da, gather_dt), dgate
+    } else {
+      entry bwd = bprep, rounds(states, gather_h), rounds reverse(dchain, gather_dh), dstate, dnext, dsolve, dqg,
+                  dkp, dka, dgate1, rounds(dgate_doc, gather_da, gather_dt), dgate
+    }
+  }
 } else {
   entry fwd = prep, chain
   if gate == external {
@@ -647,9 +762,9 @@ if cp == summary {
     }
   } else {
     if save == states {
-      entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+      entry bwd = bprep, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate_doc, dgate
     } else {
-      entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate
+      entry bwd = bprep, states, dchain, dstate, dnext, dsolve, dqg, dkp, dka, dgate1, dgate_doc, dgate
     }
   }
 }

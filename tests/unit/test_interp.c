@@ -147,7 +147,7 @@ static void scan_over_documents(void **st) {
           assert_true(fabs(y[t * 4 + j] - cake_round_f32(x[t * 4 + j] + S)) < 1e-6);
           sum += x[t * 4 + j];
         }
-        S += sum;
+        S = cake_round_f32(S + sum); /* an f32 carry holds f32 values from step to step */
       }
       assert_true(fabs(ht[d * 4 + j] - S) < 1e-5);
     }
@@ -482,7 +482,7 @@ static void counted_loops_and_requirements(void **st) {
     for (int h = 0; h < H; h++)
       for (int j = 0; j < 4; j++) {
         double acc = 0;
-        for (int i = 0; i < G; i++) acc = acc * 2 + x[(t * HV + h * G + i) * 4 + j];
+        for (int i = 0; i < G; i++) acc = cake_round_f32(acc * 2 + x[(t * HV + h * G + i) * 4 + j]); /* f32 carry */
         assert_true(s[(t * H + h) * 4 + j] == cake_round_f32(acc + G * 100.0));
         for (int i = 0; i < G; i++)
           assert_true(w[(t * HV + h * G + i) * 4 + j] == cake_round_f32(x[(t * HV + h * G + i) * 4 + j] + i));

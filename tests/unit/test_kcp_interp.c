@@ -103,6 +103,7 @@ typedef struct Rank {
   int64_t n;
   InterpFrag *frags;
   int *pairs;
+  long long ends_first, ends_count;
   long long dims[16];
   double *tensors[MAXT];
 } Rank;
@@ -147,7 +148,7 @@ static void run_ranks(const CirProgram *p, const char *const *entries, const lon
     Rank *a = &rk[r];
     int64_t nl = a->n ? a->n : 1; /* a rank without fragments runs one empty document */
     a->frags = calloc((size_t)nl, sizeof(InterpFrag));
-    a->pairs = calloc((size_t)(2 * (no + 1) * (nl + 1)), sizeof(int));
+    a->pairs = calloc((size_t)(2 * (no + 1) * (nl + 1) + 2 * nd), sizeof(int));
     a->cu = calloc((size_t)nl + 1, sizeof(long long));
     /* the fragments before and after each one in its document */
     int64_t np = 0;
@@ -166,6 +167,14 @@ static void run_ranks(const CirProgram *p, const char *const *entries, const lon
       assert_int_equal(fr->before_count > 0, x->continues);
       assert_int_equal(fr->after_count > 0, x->continued);
     }
+    /* then the fragment that ends each (non-empty) document, in document order: ends() */
+    a->ends_first = np;
+    for (int d = 0; d < nd; d++)
+      if (first[d + 1] > first[d]) {
+        a->pairs[2 * np] = order[2 * (first[d + 1] - 1)], a->pairs[2 * np + 1] = order[2 * (first[d + 1] - 1) + 1];
+        np++;
+      }
+    a->ends_count = np - a->ends_first;
     int64_t Tl = a->n ? a->lcu[a->n] : 0;
     memcpy(a->dims, gd, sizeof(long long) * (size_t)p->ndims);
     a->dims[p->tokens_dim] = Tl;
@@ -193,7 +202,7 @@ static void run_ranks(const CirProgram *p, const char *const *entries, const lon
   const InterpArgs *pa[MAXR] = {0};
   for (int r = 0; r < R; r++) {
     args[r] = (InterpArgs){rk[r].dims, rk[r].cu, rk[r].n ? rk[r].n : 1, NULL, rk[r].tensors, exact, 0, rk[r].frags,
-                           rk[r].pairs, 0, 0};
+                           rk[r].pairs, rk[r].ends_first, rk[r].ends_count};
     pa[r] = &args[r];
   }
   char err[1024];
@@ -559,6 +568,98 @@ static void test_kda_train_summary(void **state) {
   }
 }
 
+/* ---- KDA training, cp = exact: bitwise the single rank's ---- */
+
+static void test_kda_train_exact(void **state) {
+  (void)state;
+  /* documents of 150, 1 and 149 tokens, then one of 200: cuts at chunk boundaries (align 64) */
+  static const int32_t cu[] = {0, 150, 151, 300, 500};
+  const int nd = 4;
+  const int64_t T = cu[nd];
+  static const TrainCase cases[] = {{"softplus", "true", "true", "ckpt"},
+                                    {"safe", "false", "true", "states"},
+                                    {"external", "false", "false", "ckpt"}};
+  static const char *const both[] = {"fwd", "bwd", NULL};
+  int checked = 0;
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const TrainCase *tc = &cases[ci];
+    const CirProgram *one = train_program(tc, "none"), *kcp = train_program(tc, "exact");
+    assert_non_null(one), assert_non_null(kcp);
+    assert_true(one->ntensors <= MAXT && kcp->ntensors <= MAXT);
+    int external = !strcmp(tc->gate, "external");
+    uint64_t seed = 0x657861u + ci;
+    double *in[MAXT] = {0}, *ref[MAXT] = {0}, *got[MAXT] = {0};
+    long long gd[16] = {0};
+    for (int i = 0; i < one->ndims; i++)
+      if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
+    gd[one->tokens_dim] = T;
+    gd[one->docs_dim] = nd;
+    for (int i = 0; i < one->ntensors; i++) {
+      const CirTensor *t = one->tensors[i];
+      if (t->role != ROLE_IN) continue;
+      long long n = cake_interp_numel(one, t, gd);
+      double *x = in[i] = malloc(sizeof(double) * (size_t)(n + 1));
+      for (long long e = 0; e < n; e++) {
+        double v = fixture_nrand(&seed);
+        if (!strcmp(t->name, "g") && external) v = -0.05 * log1p(exp(v));
+        if (!strcmp(t->name, "A_log")) v = fixture_urand(&seed) * 2.0 - 6.0;
+        if (!strcmp(t->name, "h0") || !strcmp(t->name, "dht")) v *= 0.1;
+        x[e] = t->dtype == DT_BF16 ? cake_round_bf16(v) : (double)(float)v;
+      }
+    }
+    /* one rank, with the dtypes' rounding */
+    double *t1[MAXT] = {0};
+    long long cu64[8];
+    for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
+    for (int i = 0; i < one->ntensors; i++) {
+      const CirTensor *t = one->tensors[i];
+      if (t->role == ROLE_IN) t1[i] = in[i];
+      else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
+        long long dims[16];
+        memcpy(dims, gd, sizeof dims);
+        dims[one->chunks_dim] = cake_interp_chunk_count(one, T, cu64, nd);
+        t1[i] = ref[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
+      }
+    }
+    InterpArgs a = {gd, cu64, nd, NULL, t1, 0, 0, NULL, NULL, 0, 0};
+    assert_int_equal(fixture_run(one, "fwd", &a), 0);
+    assert_int_equal(fixture_run(one, "bwd", &a), 0);
+    static const int ranks[] = {1, 2, 3, 4};
+    for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
+      for (int L = 0; L < 3; L++) {
+        double *g[MAXT] = {0};
+        long long gk[16] = {0};
+        for (int i = 0; i < kcp->ntensors; i++) {
+          const CirTensor *t = kcp->tensors[i];
+          int j = cir_tensor_index(one, t->name);
+          if (t->role == ROLE_IN) g[i] = in[j];
+          else if (t->role == ROLE_OUT) {
+            free(got[j]);
+            g[i] = got[j] = calloc((size_t)cake_interp_numel(one, one->tensors[j], gd) + 1, sizeof(double));
+          }
+        }
+        for (int i = 0; i < kcp->ndims; i++)
+          if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
+        run_ranks(kcp, both, gk, cu, nd, ranks[ri], (cake_layout)L, 64, 0, g);
+        for (int i = 0; i < one->ntensors; i++) {
+          const CirTensor *t = one->tensors[i];
+          if (t->role != ROLE_OUT || !got[i]) continue;
+          long long n = cake_interp_numel(one, t, gd), bad = 0, first = -1;
+          for (long long e = 0; e < n; e++)
+            if (memcmp(&got[i][e], &ref[i][e], sizeof(double))) bad++, first = first < 0 ? e : first;
+          if (bad)
+            fail_msg("%s gate, save %s, R = %d, %s: %s differs in %lld of %lld elements, first [%lld] = %.17g, one "
+                     "rank %.17g", tc->gate, tc->save, ranks[ri], cake_layout_name((cake_layout)L), t->name, bad, n,
+                     first, got[i][first], ref[i][first]);
+          checked++;
+        }
+      }
+    for (int i = 0; i < MAXT; i++) free(in[i]), free(ref[i]), free(got[i]);
+  }
+  printf("kda_train exact mode, rounded: %d outputs over R = 1-4 and three layouts bitwise the single rank's\n",
+         checked);
+}
+
 /* ---- causal conv1d with halos ---- */
 
 static int dix(const CirProgram *p, const char *name) {
@@ -685,6 +786,7 @@ int main(void) {
       cmocka_unit_test(test_cumsum_layouts),
       cmocka_unit_test(test_kda_summary),
       cmocka_unit_test(test_kda_train_summary),
+      cmocka_unit_test(test_kda_train_exact),
       cmocka_unit_test(test_conv1d_halo),
       cmocka_unit_test(test_errors),
   };
