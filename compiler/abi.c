@@ -45,6 +45,7 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
   int *dims = cake_xcalloc((size_t)p->ndims + 1, sizeof(int));
   int chunks = 0, docs = 0, frags = 0;
   scan_block(&k->body, tensors, params, dims, &chunks, &docs, &frags);
+  if (k->rounds) frags = 1; /* which fragments run in the round: from the table */
   for (int i = 0; i < k->naxes; i++) {
     if (k->axes[i].kind == GA_CHUNKS) chunks = 1;
     if (k->axes[i].kind == GA_DOCS) docs = 1;
@@ -57,7 +58,7 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
     for (int j = 0; tensors[i] && j < p->tensors[i]->rank; j++)
       if (p->tensors[i]->shape[j].sym >= 0) dims[p->tensors[i]->shape[j].sym] = 1;
   if (frags && p->docs_dim >= 0) dims[p->docs_dim] = 1;
-  int count = chunks + docs + frags;
+  int count = chunks + docs + frags + (k->rounds != 0);
   for (int i = 0; i < p->ndims; i++) count += dims[i];
   for (int i = 0; i < p->ntensors; i++) count += tensors[i];
   for (int i = 0; i < p->nparams; i++) count += params[i];
@@ -89,6 +90,13 @@ int cir_kernel_abi(const CirProgram *p, const CirKernel *k, KernelAbi *abi) {
     a->name = p->dims[i].name;
     a->dtype = DT_I32;
     a->dim = i;
+  }
+  if (k->rounds) {
+    KernelArg *a = push(abi);
+    a->what = ARG_ROUND;
+    a->kind = "round";
+    a->name = "round";
+    a->dtype = DT_I32;
   }
   for (int i = 0; i < p->nparams; i++) {
     if (!params[i]) continue;

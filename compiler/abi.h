@@ -16,11 +16,13 @@ typedef enum {
   ARG_TENSOR,      /* a program tensor: kind buffer (in/out), workspace (temp) or saved (save) */
   ARG_CHUNK_TABLE, /* i32 [nchunks, 4]: start token, end token, doc, the doc's first token */
   ARG_DOC_TABLE,   /* i32 [N + 1]: first chunk of each document */
-  ARG_FRAG_TABLE,  /* i32 [6 N + 2 E]: per fragment continues, continued, first and count of its
-                      `before` entries, first and count of its `after` entries; then the entries
-                      (rank, fragment), 2 each, from 6 N */
+  ARG_FRAG_TABLE,  /* i32 [6 N + 2 + 2 E]: per fragment continues, continued, first and count of its
+                      `before` entries, first and count of its `after` entries; at 6 N the first and
+                      count of the `ends()` entries (every document's last fragment, in document
+                      order); then the entries (rank, fragment), 2 each, from 6 N + 2 */
   ARG_DIM,         /* i32 value of a program dim */
   ARG_PARAM,       /* a scalar parameter */
+  ARG_ROUND,       /* i32: the round of a kernel in `rounds(...)` (its fragments k-th in their document) */
 } ArgWhat;
 
 typedef struct KernelArg {

@@ -367,7 +367,7 @@ static cJSON *arg_json(const CirProgram *p, const KernelArg *a) {
     cJSON_AddItemToObject(o, "shape", s);
   } else if (a->what == ARG_FRAG_TABLE) {
     cJSON *s = cJSON_CreateArray();
-    cJSON_AddItemToArray(s, cJSON_CreateString("6*docs+2*entries"));
+    cJSON_AddItemToArray(s, cJSON_CreateString("6*docs+2+2*entries"));
     cJSON_AddItemToObject(o, "shape", s);
   }
   return o;
@@ -517,8 +517,21 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", p->entries[i]->name);
     cJSON *st = cJSON_AddArrayToObject(j, "stages");
-    for (int s = 0; s < p->entries[i]->nstages; s++)
-      cJSON_AddItemToArray(st, cJSON_CreateString(p->entries[i]->stages[s]->name));
+    const CirEntry *en = p->entries[i];
+    for (int s = 0; s < en->nstages; s++) cJSON_AddItemToArray(st, cJSON_CreateString(en->stages[s]->name));
+    /* schema 5: its rounds groups, stages [first, first + count), run once per round */
+    cJSON *rs = NULL;
+    for (int s = 0; s < en->nstages; s++) {
+      if (!en->group[s] || (s > 0 && en->group[s - 1] == en->group[s])) continue;
+      int n = 1;
+      while (s + n < en->nstages && en->group[s + n] == en->group[s]) n++;
+      if (!rs) rs = cJSON_AddArrayToObject(j, "rounds");
+      cJSON *r = cJSON_CreateObject();
+      cJSON_AddNumberToObject(r, "first", s);
+      cJSON_AddNumberToObject(r, "count", n);
+      cJSON_AddBoolToObject(r, "reverse", en->reverse[s] != 0);
+      cJSON_AddItemToArray(rs, r);
+    }
     cJSON_AddItemToArray(es, j);
   }
   /* exchange stages (schema 3, context-parallel programs): every rank's src into every rank's dst */
@@ -784,15 +797,15 @@ static int cmp_path(const void *a, const void *b) {
 static int write_manifest(Compilation *c) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "schema", "cake.package");
-  /* 3 when a program is context-parallel (ranks and fragments dims, exchanges,
-   * the fragment table), 4 when one has a halo exchange; 2 otherwise, so that
-   * packages stay as they were where they need nothing newer */
+  /* 5 when a program is context-parallel (ranks and fragments dims,
+   * exchanges and halos, rounds, the fragment table with its ends()
+   * entries); 2 otherwise, so that packages stay as they were where they
+   * need nothing newer. (Schema 3 was the first context-parallel one, 4
+   * added halos; their fragment table had no ends() header.) */
   int schema = 2;
   for (int i = 0; i < c->progs.len; i++) {
     const CirProgram *p = c->progs.items[i];
-    if (p->ranks_dim >= 0 && schema < 3) schema = 3;
-    for (int k = 0; k < p->nexchanges; k++) /* 4: halo exchanges */
-      if (p->exchanges[k]->exchange == XCHG_HALO) schema = 4;
+    if (p->ranks_dim >= 0) schema = 5;
   }
   cJSON_AddNumberToObject(m, "schema_version", schema);
   cJSON_AddStringToObject(m, "compiler", cake_version());

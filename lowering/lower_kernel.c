@@ -168,6 +168,13 @@ static void emit_for(LK *L, const CirInst *f) {
   if (f->counted) { /* i = 0 .. n - 1, none when n <= 0 */
     lo = mlb_i32(b, 0);
     hi = mlb_bin(b, "arith.maxsi", eval_scalar(L, f->args[0]), lo);
+  } else if (f->before == 3) { /* ends(): the first and count of its entries at 6 N of the fragment table */
+    MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
+    MlirValue at = mlb_mul_c(b, arg_of(L, ARG_DIM, NULL, L->p->docs_dim), 6);
+    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
+    lo = mlb_i32(b, 0);
+    MlirValue at1 = mlb_add_c(b, at, 1);
+    hi = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at1, 4), b->i64)), 4);
   } else if (f->before) { /* the fragments before (after) fragment args[0]: from the fragment table */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
     int col = f->before == 2 ? 4 : 2; /* first, count */
@@ -249,10 +256,10 @@ static void emit_for(LK *L, const CirInst *f) {
     const CirInst *c = body->insts[i];
     Home *h = home_of(L, c);
     if (c->op == OP_LOOPVAR && f->before) {
-      /* entry `first + step` of the table's pairs, from 6 N: its rank, its fragment */
+      /* entry `first + step` of the table's pairs, from 6 N + 2: its rank, its fragment */
       MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
       MlirValue N = arg_of(L, ARG_DIM, NULL, L->p->docs_dim);
-      MlirValue base = mlb_mul_c(b, N, 6);
+      MlirValue base = mlb_add_c(b, mlb_mul_c(b, N, 6), 2);
       MlirValue entry = mlb_mul_c(b, mlb_add(b, before_first, chunk), 2);
       MlirValue at = mlb_add_c(b, mlb_add(b, base, entry), c->axis);
       MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
@@ -500,7 +507,21 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
     if (ax >= 0) L->grid[ax] = mlb_block_id(b, d);
   }
   /* grid indices are scalars the walk picks up from L->grid */
-  emit_block(L, &k->body);
+  if (k->rounds) {
+    /* in round k only the fragments k-th in their document (column 3 of the
+     * fragment table: how many come before it; 5: after it, for reverse
+     * rounds); the others' blocks do nothing (the condition is the block's) */
+    MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
+    MlirValue at = mlb_add_c(b, mlb_mul_c(b, L->grid[k->rounds_axis], 6), k->rounds == 2 ? 5 : 3);
+    MlirValue pos = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
+    MlbIf active;
+    mlb_if_begin(b, &active, mlb_cmpi(b, "eq", pos, arg_of(L, ARG_ROUND, NULL, 0)), 0, NULL);
+    emit_block(L, &k->body);
+    mlb_if_else(b, &active, 0, NULL);
+    mlb_if_end(b, &active, 0, NULL);
+  } else {
+    emit_block(L, &k->body);
+  }
   mlb_op(b, "gpu.return", 0, NULL, 0, NULL, 0, NULL);
 
 done:

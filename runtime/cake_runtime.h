@@ -209,7 +209,8 @@ cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
 /* What one rank of a context-parallel plan (finalized) sends and receives
  * in the exchanges of `entry`, in bytes: an all_gather sends its source
  * once and receives the other R - 1 ranks' (the manifest's "bytes" of each
- * exchange gives the first as a formula of the dims). 0 and 0 for an entry
+ * exchange gives the first as a formula of the dims; an exchange in a
+ * `rounds(...)` group counts once per round). 0 and 0 for an entry
  * without exchanges; CAKE_ERR_ARGUMENT for an unknown entry or a NULL
  * result pointer. */
 cake_status cake_plan_comm_bytes(const cake_plan *plan, const char *entry, uint64_t *sent, uint64_t *received);

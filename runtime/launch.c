@@ -36,8 +36,54 @@ typedef struct RtRun {
   void *ctx;
   int device;
   char target[16];
+  int32_t round; /* the round of the rounds group being run (the kernels' round argument) */
   uint64_t ptr[RT_MAX_TENSORS]; /* every tensor's address: bound, temp or saved */
 } RtRun;
+
+/* The order an entry's stages run in: each stage once, except that the
+ * stages of a rounds group run as a block once per round (nrounds times:
+ * the most fragments a document has; the same on every rank). */
+typedef struct Walk {
+  const RtEntry *e;
+  int64_t nrounds;
+  int at, count, j; /* the block [at, at + count), its next stage j */
+  int64_t k, nr;    /* its pass k of nr */
+  int grouped;
+} Walk;
+
+static void walk_init(Walk *w, const RtEntry *e, int64_t nrounds) {
+  memset(w, 0, sizeof *w);
+  w->e = e;
+  w->nrounds = nrounds;
+}
+
+/* The next stage to run: 1 and *si, *round (-1 outside rounds), *first
+ * and *last (its first and last pass); 0 when done. */
+static int walk_next(Walk *w, int *si, int32_t *round, int *first, int *last) {
+  for (;;) {
+    if (w->j < w->at + w->count && w->k < w->nr) {
+      *si = w->j++;
+      *round = w->grouped ? (int32_t)w->k : -1;
+      *first = w->k == 0;
+      *last = w->k == w->nr - 1;
+      return 1;
+    }
+    if (w->count && ++w->k < w->nr) { /* the block again, next round */
+      w->j = w->at;
+      continue;
+    }
+    w->at += w->count;
+    if (w->at >= w->e->n) return 0;
+    const RtRounds *g = NULL;
+    for (int i = 0; i < w->e->nrounds && !g; i++)
+      if (w->e->rounds[i].first == w->at) g = &w->e->rounds[i];
+    w->grouped = g != NULL;
+    w->count = g ? g->count : 1;
+    w->nr = g ? w->nrounds : 1;
+    w->j = w->at;
+    w->k = 0;
+  }
+}
 
 /* The host checks of one rank's launch (no driver call): the bindings
  * (cake_validate), the workspace and saved areas, and every address. */
@@ -149,6 +195,7 @@ static cake_status run_kernel(RtRun *r, int si) {
       case A_CHUNK_TABLE: vals[a].p = r->chunk_table; break;
       case A_DOC_TABLE: vals[a].p = r->doc_table; break;
       case A_FRAG_TABLE: vals[a].p = r->frag_table; break;
+      case A_ROUND: vals[a].i = r->round; break;
       case A_DIM: vals[a].i = (int32_t)p->dims[ra->index]; break; /* < 2^31: cake_plan_set_dim */
       case A_PARAM: {
         const RtParam *pa = &prog->params[ra->index];
@@ -227,7 +274,7 @@ static cake_status halo_unpack(const RtRun *r, const RtExchange *x, uint64_t rec
   uint64_t dst = r->ptr[x->dst];
   size_t slot = (size_t)(B + A) * row;
   cake_status s = rt_memset_zero(dst, (size_t)F * slot, r->stream);
-  const int32_t *tab = p->frag_table, *pairs = p->frag_table + 6 * N;
+  const int32_t *tab = p->frag_table, *pairs = p->frag_table + 6 * N + p->prog->frag_header;
   for (int64_t f = 0; f < N && !s; f++) {
     if (p->cu[f + 1] == p->cu[f]) continue; /* the empty document of a rank without fragments */
     const int32_t *fr = tab + 6 * f;
@@ -272,8 +319,11 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   cake_status s = run_check(&r, p, entry, b, n, workspace, workspace_bytes, saved, saved_bytes, stream);
   if (s) return s;
   if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
-  for (int si = 0; si < r.e->n && !s; si++)
-    if (!(s = run_mark(&r, si, 0)) && !(s = run_kernel(&r, si))) s = run_mark(&r, si, 1);
+  Walk w;
+  int si, first, last;
+  walk_init(&w, r.e, p->nrounds);
+  while (!s && walk_next(&w, &si, &r.round, &first, &last))
+    if (!(s = first ? run_mark(&r, si, 0) : CAKE_OK) && !(s = run_kernel(&r, si)) && last) s = run_mark(&r, si, 1);
   if (!s && p->timing) p->stage_timed[r.ei] = 1;
   return s;
 }
@@ -304,8 +354,11 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
     return rt_fail(CAKE_ERR_ARGUMENT, "%s: the communicator is rank %d; the plan is rank %d's", fn, cake_comm_rank(comm),
                    p->rank);
   if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
-  for (int si = 0; si < r.e->n && !s; si++) {
-    if ((s = run_mark(&r, si, 0))) break;
+  Walk w;
+  int si, first, last;
+  walk_init(&w, r.e, p->nrounds);
+  while (!s && walk_next(&w, &si, &r.round, &first, &last)) {
+    if (first && (s = run_mark(&r, si, 0))) break;
     if (!RT_IS_EXCHANGE(r.e->stages[si])) {
       s = run_kernel(&r, si);
     } else {
@@ -317,7 +370,7 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
       if (!s && x->op == X_HALO) s = halo_unpack(&r, x, recv);
       if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
     }
-    if (!s) s = run_mark(&r, si, 1);
+    if (!s && last) s = run_mark(&r, si, 1);
   }
   if (!s && p->timing) p->stage_timed[r.ei] = 1;
   return s;
@@ -411,10 +464,16 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
       s = rt_fail(s, "%s: rank %d: %s", fn, r, cake_last_error());
   }
   const RtEntry *e = s ? NULL : runs[0].e; /* the same entry of the same program on every rank */
-  for (int si = 0; e && si < e->n && !s; si++) {
+  Walk w;
+  int si, first, last;
+  int32_t round;
+  if (e) walk_init(&w, e, plans[0]->nrounds); /* the same partition: the same rounds on every rank */
+  while (e && !s && walk_next(&w, &si, &round, &first, &last)) {
+    for (int r = 0; r < n; r++) runs[r].round = round;
     if (!RT_IS_EXCHANGE(e->stages[si])) { /* every rank's kernel of this stage, each timed alone */
       for (int r = 0; r < n && !s; r++)
-        if ((s = run_mark(&runs[r], si, 0)) || (s = run_kernel(&runs[r], si)) || (s = run_mark(&runs[r], si, 1)))
+        if ((first && (s = run_mark(&runs[r], si, 0))) || (s = run_kernel(&runs[r], si)) ||
+            (last && (s = run_mark(&runs[r], si, 1))))
           s = rt_fail(s, "rank %d: %s", r, cake_last_error());
       continue;
     }
@@ -422,13 +481,13 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
     const RtExchange *x = NULL;
     for (int r = 0; r < n && !s; r++) {
       x = run_exchange(&runs[r], si, &send[r], &recv[r], &bytes); /* the same bytes: same dims */
-      s = run_mark(&runs[r], si, 0);
+      if (first) s = run_mark(&runs[r], si, 0);
       if (!s && x->op == X_HALO) s = halo_pack(&runs[r], x, send[r]);
     }
     if (!s) s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st);
     for (int r = 0; r < n && !s && x->op == X_HALO; r++) s = halo_unpack(&runs[r], x, recv[r]);
     if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, plans[0]->prog->name, cake_last_error());
-    for (int r = 0; r < n && !s; r++) s = run_mark(&runs[r], si, 1);
+    for (int r = 0; r < n && !s && last; r++) s = run_mark(&runs[r], si, 1);
   }
   for (int r = 0; e && r < n && !s; r++)
     if (plans[r]->timing) plans[r]->stage_timed[runs[r].ei] = 1;

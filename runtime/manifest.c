@@ -372,7 +372,7 @@ static cake_status arg_agrees(Ld *L, const JNode *a, const cake_program *p, cons
 }
 
 static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage *st) {
-  static const char *const kinds[] = {"buffer", "saved", "workspace", "parameter"};
+  static const char *const kinds[] = {"buffer", "saved", "workspace", "parameter", "round"};
   if (args->n > RT_MAX_ARGS) return bad(L, "%d kernel arguments; at most %d are supported", args->n, RT_MAX_ARGS);
   cake_status s = alloc_array(L, (void **)&st->args, sizeof(RtArg), args->n);
   for (int i = 0; i < args->n && !s; i++) {
@@ -380,12 +380,19 @@ static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage 
     const char *name;
     int kind;
     if (a->kind != J_OBJ) return bad(L, "args[%d] must be an object, not %s", i, kind_name(a->kind));
-    if ((s = get_enum(L, a, "kind", kinds, 4, &kind)) || (s = get_str(L, a, "name", &name))) return s;
+    if ((s = get_enum(L, a, "kind", kinds, L->version >= 5 ? 5 : 4, &kind)) || (s = get_str(L, a, "name", &name)))
+      return s;
     RtArg *ra = &st->args[st->nargs++];
     int t = rt_tensor_index(p, name);
     RtRole role = t >= 0 ? p->tensors[t].role : ROLE_IN_;
     ra->what = A_TENSOR;
     ra->index = t;
+    if (kind == 4) { /* the round of a kernel in rounds (schema 5) */
+      ra->what = A_ROUND;
+      ra->index = -1;
+      if (p->ranks_dim < 0) return bad(L, "a round argument needs a dim with role 'ranks'");
+      continue;
+    }
     if (kind == 3) {
       ra->what = dim_index(p, name) >= 0 ? A_DIM : A_PARAM;
       ra->index = ra->what == A_DIM ? dim_index(p, name) : param_index(p, name);
@@ -587,6 +594,51 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
   return CAKE_OK;
 }
 
+/* Does kernel stage k take the round argument? */
+static int takes_round(const RtStage *st) {
+  for (int a = 0; a < st->nargs; a++)
+    if (st->args[a].what == A_ROUND) return 1;
+  return 0;
+}
+
+/* An entry's "rounds" (schema 5): groups of its stages, in order and
+ * disjoint, of a context-parallel program; a kernel stage takes the round
+ * argument exactly when it is in a group (its code runs one round's
+ * fragments). */
+static cake_status load_rounds(Ld *L, const JNode *e, cake_program *p, RtEntry *re) {
+  const JNode *rs;
+  cake_status s = get(L, e, "rounds", J_ARR, 0, &rs);
+  if (s) return s;
+  if (rs && L->version < 5) return bad(L, "'rounds' needs schema version 5");
+  if (rs && p->ranks_dim < 0) return bad(L, "'rounds' needs a dim with role 'ranks'");
+  int n = rs ? rs->n : 0, next = 0;
+  if (n && (s = alloc_array(L, (void **)&re->rounds, sizeof(RtRounds), n))) return s;
+  for (int i = 0; i < n; i++) {
+    const JNode *r = rs->items[i], *rev;
+    int64_t first, count;
+    if (r->kind != J_OBJ) return bad(L, "rounds[%d] must be an object, not %s", i, kind_name(r->kind));
+    if ((s = get_int(L, r, "first", 0, re->n - 1, &first)) || (s = get_int(L, r, "count", 1, re->n, &count)) ||
+        (s = get(L, r, "reverse", J_BOOL, 1, &rev)))
+      return s;
+    if (first < next || first + count > re->n)
+      return bad(L, "rounds[%d] (stages %lld to %lld) overlaps another group or passes the %d stages", i,
+                 (long long)first, (long long)(first + count - 1), re->n);
+    re->rounds[re->nrounds++] = (RtRounds){(int)first, (int)count, rev->boolean};
+    next = (int)(first + count);
+  }
+  for (int j = 0, g = 0; j < re->n; j++) {
+    while (g < re->nrounds && re->rounds[g].first + re->rounds[g].count <= j) g++;
+    int in = g < re->nrounds && re->rounds[g].first <= j;
+    if (RT_IS_EXCHANGE(re->stages[j])) continue;
+    const RtStage *st = &p->stages[re->stages[j]];
+    if (in != takes_round(st))
+      return bad(L, in ? "stage '%s' is in rounds but takes no round argument"
+                       : "stage '%s' takes a round argument but is not in rounds",
+                 st->name);
+  }
+  return CAKE_OK;
+}
+
 static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
   cake_status s = alloc_array(L, (void **)&p->entries, sizeof(RtEntry), entries->n);
   for (int i = 0; i < entries->n && !s; i++) {
@@ -606,6 +658,7 @@ static cake_status load_entries(Ld *L, const JNode *entries, cake_program *p) {
         return bad(L, "names an unknown stage '%s'%s", sn->str, p->nexchanges ? " (neither a kernel nor an exchange)" : "");
       re->stages[re->n++] = k >= 0 ? k : RT_EXCHANGE_REF(x);
     }
+    if ((s = load_rounds(L, e, p, re))) return s;
   }
   L->rec[0] = 0;
   return s;
@@ -812,6 +865,7 @@ static cake_status load_program(Ld *L, const JNode *pj, cake_program *p) {
   L->rec[0] = 0;
   p->pkg = L->pkg;
   p->tokens_dim = p->docs_dim = p->chunks_dim = p->ranks_dim = p->frags_dim = -1;
+  p->frag_header = L->version >= 5 ? 2 : 0;
   if ((s = copy_str(L, &p->name, name)) || (s = copy_str(L, &p->variant, v))) return s;
   if ((s = get(L, pj, "options", J_ARR, 0, &options)) || (s = get(L, pj, "dims", J_ARR, 1, &dims)) ||
       (s = get(L, pj, "tensors", J_ARR, 1, &tensors)) || (s = get(L, pj, "params", J_ARR, 1, &params)) ||

@@ -278,7 +278,15 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
     for (int64_t j = at - 1; j >= 0 && all[j].doc == own[f].doc; j--) E++;
     for (int64_t j = at + 1; j < total && all[j].doc == own[f].doc; j++) E++;
   }
-  int64_t ints = 6 * N + 2 * E;
+  /* every document's last fragment, in document order (the ends() entries), and the rounds */
+  int64_t nends = 0, rounds = total ? 1 : 0;
+  for (int64_t j = 0, run = 0; j < total; j++) {
+    run = j > 0 && all[j - 1].doc == all[j].doc ? run + 1 : 1;
+    if (run > rounds) rounds = run;
+    if (j + 1 == total || all[j + 1].doc != all[j].doc) nends++;
+  }
+  const int hdr = prog->frag_header;
+  int64_t ints = 6 * N + hdr + 2 * E + (hdr ? 2 * nends : 0);
   if (ints > INT32_MAX) {
     s = rt_fail(CAKE_ERR_PLAN, "the fragment table of rank %d has %lld entries; at most 2^31 - 1", rank, (long long)ints);
     goto done;
@@ -301,10 +309,20 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
     row[5] = (int32_t)(end - at - 1);
     for (; j < end; j++) {
       if (j == at) continue;
-      table[6 * N + 2 * b] = all[j].rank;
-      table[6 * N + 2 * b + 1] = all[j].index;
+      table[6 * N + hdr + 2 * b] = all[j].rank;
+      table[6 * N + hdr + 2 * b + 1] = all[j].index;
       b++;
     }
+  }
+  if (hdr) { /* at 6 N: the first and count of the ends() entries, which follow the others */
+    table[6 * N] = (int32_t)b;
+    table[6 * N + 1] = (int32_t)nends;
+    for (int64_t j = 0; j < total; j++)
+      if (j + 1 == total || all[j + 1].doc != all[j].doc) {
+        table[6 * N + hdr + 2 * b] = all[j].rank;
+        table[6 * N + hdr + 2 * b + 1] = all[j].index;
+        b++;
+      }
   }
   if (!nown) lcu[0] = lcu[1] = 0;
   uint64_t id = 0xcbf29ce484222325ull;
@@ -317,6 +335,7 @@ cake_status cake_plan_set_partition(cake_plan *p, const int32_t *cu, int64_t ndo
   lcu = NULL;
   p->frag_table = table;
   p->frag_ints = ints;
+  p->nrounds = rounds;
   table = NULL;
   rt_free(al, p->part_first);
   rt_free(al, p->part_len);
@@ -715,6 +734,8 @@ cake_status cake_plan_comm_bytes(const cake_plan *p, const char *entry, uint64_t
   for (int si = 0; si < e->n; si++) {
     if (!RT_IS_EXCHANGE(e->stages[si])) continue;
     uint64_t n = rt_exchange_bytes(p, &p->prog->exchanges[RT_EXCHANGE_INDEX(e->stages[si])]);
+    for (int g = 0; g < e->nrounds; g++) /* in a rounds group: once per round */
+      if (si >= e->rounds[g].first && si < e->rounds[g].first + e->rounds[g].count) n *= (uint64_t)p->nrounds;
     out += n;
     in += n * (uint64_t)(p->nranks - 1);
   }

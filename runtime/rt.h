@@ -75,8 +75,8 @@ enum {
   RT_MAX_REQUIRE_TEXT = 1024,      /* characters of a requirement's text or expr (CAKE_MAX_REQUIRE_TEXT) */
   RT_MAX_REQUIRE_LOC = 512,        /* characters of its location */
   RT_MAX_PREFERS = 16,             /* prefer clauses per option (the compiler's CAKE_MAX_PREFERS) */
-  RT_SCHEMA_VERSION = 4,           /* the newest manifest schema this runtime reads (3: context parallelism,
-                                      4: halo exchanges) */
+  RT_SCHEMA_VERSION = 5,           /* the newest manifest schema this runtime reads (3: context parallelism,
+                                      4: halo exchanges, 5: rounds and the fragment table's ends() header) */
   RT_MIN_SCHEMA_VERSION = 2,       /* the oldest (2: temps' live ranges) */
 };
 #define RT_MAX_FILE_BYTES ((size_t)1 << 30)     /* one package file: 1 GiB */
@@ -115,7 +115,7 @@ typedef struct RtParam {
   double def;
 } RtParam;
 
-typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_PARAM, A_FRAG_TABLE } RtArgWhat;
+typedef enum { A_TENSOR, A_CHUNK_TABLE, A_DOC_TABLE, A_DIM, A_PARAM, A_FRAG_TABLE, A_ROUND } RtArgWhat;
 typedef struct RtArg {
   RtArgWhat what;
   int index; /* tensor, dim or param index */
@@ -169,10 +169,20 @@ typedef struct RtExchange {
 /* An entry's stages in order: stages[k] >= 0 is a kernel stage (an index
  * into the program's stages), stages[k] < 0 the exchange -1 - stages[k]
  * (rt_entry_exchange). */
+/* A `rounds(...)` group of an entry (schema 5): stages [first, first +
+ * count) run once per round, as many rounds as the longest document has
+ * fragments; a kernel among them runs, in round k, the fragments k-th in
+ * their document (from its end when reverse). */
+typedef struct RtRounds {
+  int first, count, reverse;
+} RtRounds;
+
 typedef struct RtEntry {
   char *name;
   int *stages;
   int n;
+  RtRounds *rounds; /* in stage order, disjoint */
+  int nrounds;
 } RtEntry;
 #define RT_EXCHANGE_REF(i) (-1 - (i))
 #define RT_IS_EXCHANGE(ref) ((ref) < 0)
@@ -208,6 +218,8 @@ struct cake_program {
   char **dims;
   int ndims, tokens_dim, docs_dim, chunks_dim;
   int ranks_dim, frags_dim; /* context-parallel programs (schema 3); -1 otherwise */
+  int frag_header;          /* ints between the fragment table's rows and its pairs: 2 (the ends() entries'
+                               first and count) from schema 5, 0 before */
   int chunk;
   RtTensor *tensors;
   int ntensors;
@@ -275,6 +287,7 @@ struct cake_plan {
   int partitioned;          /* 1 while the plan's documents are a partition's */
   int32_t rank, nranks;     /* this plan's rank of the partition's R */
   int64_t nfrags_max;       /* F: the most fragments any rank holds */
+  int64_t nrounds;          /* the most fragments any document has: the rounds of a `rounds(...)` group */
   int32_t *frag_table;      /* [frag_ints]: see cake_plan_set_partition */
   int64_t frag_ints;
   int64_t *part_first;      /* [R + 1]: rank q's fragments are part_len[part_first[q] ...] */

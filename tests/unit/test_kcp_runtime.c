@@ -169,8 +169,10 @@ static void kcp_package_loads(void **st) {
 static const struct {
   const char *old, *new_, *msg;
 } bad_kcp[] = {
-    {"'schema_version': 3", "'schema_version': 5", "has schema version 5; this runtime reads versions 2 to 4 (rebuild"},
+    {"'schema_version': 3", "'schema_version': 6", "has schema version 6; this runtime reads versions 2 to 5 (rebuild"},
     {"'op': 'all_gather'", "'op': 'halo', 'before': 3, 'after': 0", "exchange 'gather': a halo exchange needs schema version 4"},
+    {"'stages': ['total', 'gather', 'fold']}", "'stages': ['total', 'gather', 'fold'], 'rounds': [{'first': 1, 'count': 1, 'reverse': false}]}",
+     "entry 'fwd': 'rounds' needs schema version 5"},
     {"'schema_version': 3", "'schema_version': 2", "program 'cum': dim 'R': 'role' is 'ranks'; expected size, tokens, docs or chunks"},
     /* dims */
     {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}", "dim 'R': a second dim with role 'ranks'"},

@@ -523,9 +523,9 @@ static const struct {
      "an operand is missing at the end"},
     {PREFER_AT, "'prefer': [" GOOD_CLAUSE "]}", "option 'm': 'prefer' needs the option's 'values'"},
     /* the schema version: this runtime reads versions 2 (temps' live ranges), 3 (context parallelism) and 4 (halos) */
-    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 to 4 (rebuild the package"},
-    {"'schema_version': 2", "'schema_version': 5", "has schema version 5; this runtime reads versions 2 to 4"},
-    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 to 4"},
+    {"'schema_version': 2", "'schema_version': 1", "has schema version 1; this runtime reads versions 2 to 5 (rebuild the package"},
+    {"'schema_version': 2", "'schema_version': 6", "has schema version 6; this runtime reads versions 2 to 5"},
+    {"'schema_version': 2", "'schema_version': 2.5", "has schema version 2.5; this runtime reads versions 2 to 5"},
     /* schema 2 knows no context parallelism */
     {"{'name': 'H', 'role': 'size'}", "{'name': 'H', 'role': 'ranks'}",
      "dim 'H': 'role' is 'ranks'; expected size, tokens, docs or chunks"},

@@ -1,0 +1,18 @@
+// An entry names a group other than rounds(...); rounds in a program
+// without ranks.
+// RUN: not %cakec %s --emit=cir 2>&1 | FileCheck %s
+// RUN: not %cakec %S/Inputs/rounds_no_ranks.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=NORANKS
+program rounds_invalid2
+dim T, N, R, F
+const C = 16, W = 8
+sequence T, docs N, chunk C
+ranks R, fragments F
+in   x : f32[T, W]
+out  y : f32[T, W]
+kernel k over (n in docs) {
+  store y[0, :] = load x[0, :]
+}
+entry e = later(k)
+// CHECK: rounds_invalid2.cake:15:11: error: expected a stage name or `rounds(...)` in the entry, got 'later(...)'
+// NORANKS: rounds_no_ranks.cake:9:15: error: a loop over `ends()` walks the fragments of every rank: it needs a context-parallel program
+// NORANKS: rounds_no_ranks.cake:14:28: error: entry 'fwd' lists 'k' in rounds reverse(...): rounds pass values from fragment to fragment of a document across ranks
