@@ -1,4 +1,4 @@
-/* bench_kcp.c - context-parallel KDA training (kda_train, cp = summary)
+/* bench_kcp.c - context-parallel KDA training (kda_train, cp = summary or exact)
  * with R in-process ranks on one GPU, against the single-rank program
  * (cp = none) on the same inputs.
  *
@@ -9,10 +9,14 @@
  * slowest rank's fwd + bwd against the single rank's; the wall time of the
  * group with a stream per rank (R ranks sharing one GPU); and each rank's
  * communication bytes (cake_plan_comm_bytes) next to the exchanged tensors'
- * sizes. Times are medians over --reps launches after --warmup.
+ * sizes. Times are medians over --reps launches after --warmup. With
+ * --cp exact, a stage of a rounds group is timed from its start in the first
+ * round to its end in the last (with the ranks on one stream, the other
+ * ranks' work of those rounds falls in between: read the fwd+bwd totals and
+ * the group's wall time).
  *
  * usage: bench_kcp KCP_PACKAGE SINGLE_PACKAGE [--R 4] [--T 65536] [--H 16]
- *        [--docs 15945,21845,27746] [--save ckpt|states] [--reps 20] [--warmup 3] [--seed N] */
+ *        [--docs 15945,21845,27746] [--save ckpt|states] [--cp summary|exact] [--reps 20] [--warmup 3] [--seed N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +116,7 @@ int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s KCP_PACKAGE SINGLE_PACKAGE [--R 4] [--T 65536] [--H 16] [--docs 15945,21845,27746] "
-            "[--save ckpt|states] [--reps 20] [--warmup 3] [--seed N]\n",
+            "[--save ckpt|states] [--cp summary|exact] [--reps 20] [--warmup 3] [--seed N]\n",
             argv[0]);
     return 2;
   }
@@ -120,6 +124,12 @@ int main(int argc, char **argv) {
   int warmup = atoi(arg(argc, argv, "--warmup", "3"));
   int64_t T = atoll(arg(argc, argv, "--T", "65536")), H = atoll(arg(argc, argv, "--H", "16"));
   const char *save = arg(argc, argv, "--save", "ckpt"), *docs = arg(argc, argv, "--docs", "15945,21845,27746");
+  const char *cp = arg(argc, argv, "--cp", "summary");
+  int exact = !strcmp(cp, "exact");
+  if (!exact && strcmp(cp, "summary")) {
+    fprintf(stderr, "bench_kcp: --cp takes summary or exact, not '%s'\n", cp);
+    return 2;
+  }
   if (R < 1 || R > KCP_MAXR || reps < 1 || reps > MAXREPS || warmup < 0 || T < 1 || H < 1 ||
       (strcmp(save, "ckpt") && strcmp(save, "states"))) {
     fprintf(stderr, "bench_kcp: R in [1, %d], reps in [1, %d], warmup >= 0, T, H >= 1, save ckpt or states\n",
@@ -143,15 +153,15 @@ int main(int argc, char **argv) {
   RT(cake_package_load(argv[2], NULL, &spkg));
   char opts[160];
   const cake_program *kprog, *sprog;
-  snprintf(opts, sizeof opts, "gate=softplus,qk_norm=true,beta_logits=true,save=%s,cp=summary", save);
+  snprintf(opts, sizeof opts, "gate=softplus,qk_norm=true,beta_logits=true,save=%s,cp=%s", save, cp);
   RT(cake_package_variant(kpkg, "kda_train", opts, &kprog));
   snprintf(opts, sizeof opts, "gate=softplus,qk_norm=true,beta_logits=true,save=%s,cp=none", save);
   RT(cake_package_variant(spkg, "kda_train", opts, &sprog));
   KdaCase c;
   kda_case_make(&c, "softplus", 1, 1, T, H, H, N, cu, 0, 0, &rng);
-  printf("# bench_kcp: kda_train (layer: softplus gate, qk_norm, beta logits, save=%s), T=%lld H=%lld, %lld documents, "
-         "R=%d in-process ranks; seed %llu; medians of %d launches\n\n",
-         save, (long long)T, (long long)H, (long long)N, R, (unsigned long long)seed, reps);
+  printf("# bench_kcp: kda_train (layer: softplus gate, qk_norm, beta logits, save=%s, cp=%s), T=%lld H=%lld, %lld "
+         "documents, R=%d in-process ranks; seed %llu; medians of %d launches\n\n",
+         save, cp, (long long)T, (long long)H, (long long)N, R, (unsigned long long)seed, reps);
 
   static Times sf, sb;
   single(sprog, &c, warmup, reps, &sf, &sb);
@@ -207,6 +217,10 @@ int main(int argc, char **argv) {
     RT(cake_plan_comm_bytes(g.plans[0], "bwd", &sent[1], &recv[1]));
     uint64_t state = (uint64_t)g.F * (uint64_t)H * KDA_K * KDA_V * 4, sums = (uint64_t)H * (1 + KDA_K) * 4;
     uint64_t want_f = 2 * state, want_b = (strcmp(save, "ckpt") ? 2 : 3) * state + sums;
+    if (exact) { /* per round: the states leaving the fragments, their gradients, the gate's per-fragment sums */
+      uint64_t D = (uint64_t)kcp_rounds(&c, R, (cake_layout)layout, 64);
+      want_f = D * state, want_b = D * ((strcmp(save, "ckpt") ? 1 : 2) * state + (uint64_t)g.F * H * (1 + KDA_K) * 4);
+    }
     printf("comm per rank: fwd sent %llu B, received %llu B; bwd sent %llu B, received %llu B (formula: sent %llu and "
            "%llu B: %s)\n",
            (unsigned long long)sent[0], (unsigned long long)recv[0], (unsigned long long)sent[1],

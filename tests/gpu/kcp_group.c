@@ -20,10 +20,11 @@ static CUdeviceptr split_tokens(const KcpRank *r, const void *global, size_t row
 /* A rank's per-fragment rows of a global per-document array: the document's
  * row where `first` (the fragment starts its document) or not `first` (it
  * ends it) holds, NaN elsewhere. */
-static CUdeviceptr split_states(const KcpRank *r, const float *global, size_t row, int first) {
+static CUdeviceptr split_states(const KcpRank *r, const float *global, size_t row, int first, int single) {
   char *x = malloc((size_t)r->Nl * row + 1);
   memset(x, 0xFF, (size_t)r->Nl * row);
-  for (int64_t f = 0; f < r->nfr; f++)
+  if (single) memcpy(x, global, (size_t)r->Nl * row); /* one rank: every document's row (empty ones too) */
+  for (int64_t f = 0; f < r->nfr && !single; f++)
     if (first ? !r->fr[f].continues : !r->fr[f].continued)
       memcpy(x + (size_t)f * row, (const char *)global + (size_t)r->fr[f].doc * row, row);
   CUdeviceptr d = gpu_upload(x, (size_t)r->Nl * row);
@@ -49,22 +50,31 @@ static int per_doc(int o) { return o == 1 || o == 9; }
 void kcp_group_init(KcpGroup *g, const cake_program *prog, const KdaCase *c, int R, cake_layout layout, int align,
                     int shared_stream) {
   memset(g, 0, sizeof *g);
+  g->single = R == 0; /* a program without ranks, on one rank: its documents are its fragments */
+  if (g->single) R = 1, layout = CAKE_LAYOUT_CONTIGUOUS, align = 0;
   g->R = R;
   int64_t H = c->H, HV = c->HV;
   size_t rowq = (size_t)(H * K) * 2, rowv = (size_t)(HV * V) * 2, rowb = (size_t)HV * 2;
   size_t rowg = (size_t)(HV * K) * (c->external ? 4 : 2), rows = (size_t)(HV * K * V) * 4;
-  RT(cake_comm_init_local(R, g->comms));
+  if (!g->single) RT(cake_comm_init_local(R, g->comms));
   g->dA = gpu_upload(c->A_log, (size_t)HV * 4), g->ddt = gpu_upload(c->dt_bias, (size_t)(HV * K) * 4);
   for (int r = 0; r < R; r++) {
     KcpRank *a = &g->rk[r];
     RT(cake_plan_create(prog, &a->plan));
     RT(cake_plan_set_dim(a->plan, "H", H));
     RT(cake_plan_set_dim(a->plan, "HV", HV));
-    RT(cake_plan_set_partition(a->plan, c->cu, c->N, c->T, R, r, layout, align));
-    RT(cake_plan_finalize(a->plan));
-    RT(cake_plan_get_dim(a->plan, "T", &a->Tl));
-    RT(cake_plan_get_dim(a->plan, "N", &a->Nl));
-    RT(cake_plan_get_dim(a->plan, "F", &g->F));
+    if (g->single) {
+      RT(cake_plan_set_dim(a->plan, "T", c->T));
+      RT(cake_plan_set_docs(a->plan, c->cu, c->N));
+      RT(cake_plan_finalize(a->plan));
+      a->Tl = c->T, a->Nl = c->N, g->F = c->N;
+    } else {
+      RT(cake_plan_set_partition(a->plan, c->cu, c->N, c->T, R, r, layout, align));
+      RT(cake_plan_finalize(a->plan));
+      RT(cake_plan_get_dim(a->plan, "T", &a->Tl));
+      RT(cake_plan_get_dim(a->plan, "N", &a->Nl));
+      RT(cake_plan_get_dim(a->plan, "F", &g->F));
+    }
     RT(cake_partition(c->cu, c->N, c->T, R, r, layout, align, NULL, 0, &a->nfr, NULL));
     a->fr = calloc((size_t)a->nfr + 1, sizeof(cake_fragment));
     RT(cake_partition(c->cu, c->N, c->T, R, r, layout, align, a->fr, a->nfr, &a->nfr, NULL));
@@ -73,8 +83,8 @@ void kcp_group_init(KcpGroup *g, const cake_program *prog, const KdaCase *c, int
     a->in[2] = split_tokens(a, c->v, rowv);
     a->in[3] = split_tokens(a, c->external ? (const void *)c->g32 : c->g16, rowg);
     a->in[4] = split_tokens(a, c->beta, rowb), a->in[5] = split_tokens(a, c->dO, rowv);
-    a->in[6] = c->with_h0 ? split_states(a, c->h0, rows, 1) : 0;
-    a->in[7] = c->with_dht ? split_states(a, c->dht, rows, 0) : 0;
+    a->in[6] = c->with_h0 ? split_states(a, c->h0, rows, 1, g->single) : 0;
+    a->in[7] = c->with_dht ? split_states(a, c->dht, rows, 0, g->single) : 0;
     for (int o = 0; o < NOUT; o++) {
       size_t row = out_row(c, o);
       a->out_bytes[o] = row ? row * (size_t)(per_doc(o) ? Nl : Tl) : c->n[o] * 4;
@@ -124,6 +134,13 @@ void kcp_group_launch(KcpGroup *g, int fresh) {
     if (fresh) gpu_poison(a->work, a->ws), gpu_poison(a->saved, a->sv);
   }
   CK(cuCtxSynchronize());
+  if (g->single) {
+    if (fresh) RT(cake_plan_finalize(g->plans[0])); /* the poisoned workspace held the chunk tables */
+    for (int e = 0; e < 2; e++)
+      RT(cake_launch(g->plans[0], e ? "bwd" : "fwd", g->bp[0], g->nb[0], g->ws[0], g->wsb[0], g->sv[0], g->svb[0],
+                     g->streams[0]));
+    return;
+  }
   RT(cake_launch_group(g->plans, g->R, "fwd", g->bp, g->nb, g->ws, g->wsb, g->sv, g->svb, g->comms, g->streams));
   RT(cake_launch_group(g->plans, g->R, "bwd", g->bp, g->nb, g->ws, g->wsb, g->sv, g->svb, g->comms, g->streams));
 }
@@ -148,12 +165,27 @@ int kcp_group_gather(const KcpGroup *g, const KdaCase *c, void *host[KDA_NOUT]) 
         if (!per_doc(o))
           memcpy(dst + (size_t)x->start * row, lo + (size_t)x->local_start * row, (size_t)(x->end - x->start) * row);
         else if (o == 1 ? !x->continued : !x->continues) /* ht: the last fragment; dh0: the first */
-          memcpy(dst + (size_t)x->doc * row, lo + (size_t)f * row, row);
+          memcpy(dst + (size_t)x->doc * row, lo + (size_t)(g->single ? x->doc : f) * row, row);
       }
       free(lo);
     }
   }
   return agree;
+}
+
+int64_t kcp_rounds(const KdaCase *c, int R, cake_layout layout, int align) {
+  int64_t *count = calloc((size_t)c->N + 1, sizeof(int64_t)), most = 0;
+  for (int r = 0; r < R; r++) {
+    int64_t n;
+    RT(cake_partition(c->cu, c->N, c->T, R, r, layout, align, NULL, 0, &n, NULL));
+    cake_fragment *fr = calloc((size_t)n + 1, sizeof(cake_fragment));
+    RT(cake_partition(c->cu, c->N, c->T, R, r, layout, align, fr, n, &n, NULL));
+    for (int64_t f = 0; f < n; f++)
+      if (++count[fr[f].doc] > most) most = count[fr[f].doc];
+    free(fr);
+  }
+  free(count);
+  return most;
 }
 
 void kcp_group_free(KcpGroup *g) {
@@ -168,6 +200,6 @@ void kcp_group_free(KcpGroup *g) {
     free(a->fr);
   }
   gpu_free(g->dA), gpu_free(g->ddt);
-  for (int r = 0; r < g->R; r++) cake_comm_destroy(g->comms[r]);
+  for (int r = 0; r < g->R && !g->single; r++) cake_comm_destroy(g->comms[r]);
   memset(g, 0, sizeof *g);
 }

@@ -23,6 +23,7 @@ typedef struct KcpRank {
 
 typedef struct KcpGroup {
   int R;
+  int single; /* kcp_group_init with R = 0: a program without ranks, launched on one rank with cake_launch */
   int64_t F; /* the most fragments a rank holds */
   KcpRank rk[KCP_MAXR];
   cake_comm *comms[KCP_MAXR];
@@ -40,7 +41,9 @@ typedef struct KcpGroup {
  * its fragments' tokens, h0 on a fragment that starts its document and dht
  * on one that ends it (NaN on the others: never read). shared_stream: every
  * rank on one stream (the ranks' kernels one after another), else a stream
- * per rank. */
+ * per rank. R = 0: a program without ranks (cp = none) on one rank, its
+ * plan over the case's documents, launched with cake_launch; gathered the
+ * same way. */
 void kcp_group_init(KcpGroup *g, const cake_program *prog, const KdaCase *c, int R, cake_layout layout, int align,
                     int shared_stream);
 /* Poisons the outputs (and with `fresh` the workspaces and saved areas), then fwd and bwd. Does not synchronise. */
@@ -51,5 +54,8 @@ void kcp_group_launch(KcpGroup *g, int fresh);
  * rank's dA_log and ddt_bias are the same bits. */
 int kcp_group_gather(const KcpGroup *g, const KdaCase *c, void *host[KDA_NOUT]);
 void kcp_group_free(KcpGroup *g);
+/* The most fragments a document of the case has over the partition: the
+ * rounds of a `rounds(...)` group (cp = exact). */
+int64_t kcp_rounds(const KdaCase *c, int R, cake_layout layout, int align);
 
 #endif

@@ -1,5 +1,5 @@
-/* test_kcp_train.c - KDA training in context-parallel summary mode
- * (specs/kda/kda_train.cake, option cp = summary) on one GPU as an
+/* test_kcp_train.c - KDA training in context-parallel summary and exact
+ * modes (specs/kda/kda_train.cake, option cp = summary, exact) on one GPU as an
  * in-process group of R ranks (cake_comm_init_local, cake_launch_group),
  * entries fwd then bwd, against the float64 forward and backward of the
  * whole packed sequence (ref_kda.h through kda_case.h).
@@ -15,6 +15,9 @@
  * rank. Reported per output: RMS(x - ref) / RMS(ref) with test_kda_train's
  * thresholds, no non-finite value, and a second fwd + bwd equal bit for bit.
  * An empty document has no fragment: its ht and dh0 are left out.
+ * Exact mode (run_exact): R in {2, 4, 8}, each layout, align 64, every
+ * output bitwise equal to the single rank's (cp = none on the same inputs),
+ * besides the same checks.
  *
  * usage: test_kcp_train PACKAGE_DIR [--seed N] [--quick] [--max-t N] */
 #include <stdio.h>
@@ -34,6 +37,71 @@ typedef struct Shape {
   int random_docs;
   int with_h0, with_dht;
 } Shape;
+
+/* cp = exact: every output and gradient bitwise the single rank's (cp =
+ * none, launched here on the same inputs), R = 2, 4, 8, each layout, cuts
+ * at chunk boundaries (align 64); also within the thresholds against
+ * float64, a second launch bitwise equal, the comm bytes the formula's
+ * (each exchange once per round). */
+static int run_exact(const cake_package *pkg, const Shape *sh, const KdaCase *c) {
+  char opts[160];
+  const cake_program *one, *prog;
+  snprintf(opts, sizeof opts, "gate=%s,qk_norm=%s,beta_logits=%s,save=%s,cp=none", sh->gate,
+           sh->qk_norm ? "true" : "false", sh->beta_logits ? "true" : "false", sh->save);
+  RT(cake_package_variant(pkg, "kda_train", opts, &one));
+  snprintf(opts, sizeof opts, "gate=%s,qk_norm=%s,beta_logits=%s,save=%s,cp=exact", sh->gate,
+           sh->qk_norm ? "true" : "false", sh->beta_logits ? "true" : "false", sh->save);
+  RT(cake_package_variant(pkg, "kda_train", opts, &prog));
+  KcpGroup g;
+  void *base[NOUT];
+  kcp_group_init(&g, one, c, 0, CAKE_LAYOUT_CONTIGUOUS, 0, 0);
+  kcp_group_launch(&g, 1);
+  kcp_group_gather(&g, c, base);
+  kcp_group_free(&g);
+  static const int Rs[] = {2, 4, 8};
+  int fails = 0;
+  for (int ri = 0; ri < 3; ri++)
+    for (int layout = 0; layout < 3; layout++) {
+      kcp_group_init(&g, prog, c, Rs[ri], (cake_layout)layout, 64, 0);
+      uint64_t comm[4];
+      RT(cake_plan_comm_bytes(g.plans[0], "fwd", &comm[0], &comm[1]));
+      RT(cake_plan_comm_bytes(g.plans[0], "bwd", &comm[2], &comm[3]));
+      int64_t F = g.F, D = kcp_rounds(c, Rs[ri], (cake_layout)layout, 64);
+      void *host[2][NOUT];
+      int agree = 1;
+      for (int run = 0; run < 2; run++) {
+        kcp_group_launch(&g, run == 0);
+        agree &= kcp_group_gather(&g, c, host[run]);
+      }
+      kcp_group_free(&g);
+      /* per round: the states leaving the fragments [F, HV, K, V] f32 (forward,
+       * and the backward's ckpt recomputation), their gradients entering them
+       * (backward), the gate's per-fragment sums [F, HV] and [F, HV, K] f32 */
+      uint64_t state = (uint64_t)F * (uint64_t)c->HV * K * V * 4, sums = c->external ? 0 : (uint64_t)F * c->HV * (1 + K) * 4;
+      uint64_t want_fwd = (uint64_t)D * state,
+               want_bwd = (uint64_t)D * ((strcmp(sh->save, "ckpt") ? 1 : 2) * state + sums);
+      int comm_ok = comm[0] == want_fwd && comm[1] == want_fwd * (uint64_t)(Rs[ri] - 1) && comm[2] == want_bwd &&
+                    comm[3] == want_bwd * (uint64_t)(Rs[ri] - 1);
+      int same = 1, first = -1;
+      for (int o = 0; o < NOUT && same; o++) {
+        if (c->external && (o == 7 || o == 8)) continue;
+        if (memcmp(host[0][o], base[o], c->n[o] * (kda_out_bf16[o] ? 2 : 4))) same = 0, first = o;
+      }
+      int ok = agree && comm_ok && same;
+      printf("%-40s %-6s exact R=%d %-19s align=64 F=%-3lld rounds %lld comm fwd %llu bwd %llu B: bitwise one rank %s%s:",
+             sh->name, sh->save, Rs[ri], cake_layout_name((cake_layout)layout), (long long)F, (long long)D,
+             (unsigned long long)comm[0], (unsigned long long)comm[2], same ? "yes" : "NO, first output ",
+             same ? "" : kda_out_names[first]);
+      ok &= kda_case_report(c, host[0], host[1]);
+      printf("%s%s  %s\n", agree ? "" : " (ranks' dA_log/ddt_bias differ)",
+             comm_ok ? "" : " (comm bytes differ from the formula)", ok ? "PASS" : "FAIL");
+      fflush(stdout);
+      fails += !ok;
+      for (int o = 0; o < NOUT; o++) free(host[0][o]), free(host[1][o]);
+    }
+  for (int o = 0; o < NOUT; o++) free(base[o]);
+  return fails;
+}
 
 static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   /* random documents when asked */
@@ -99,6 +167,7 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
         fails += !ok;
         for (int o = 0; o < NOUT; o++) free(host[0][o]), free(host[1][o]);
       }
+  fails += run_exact(pkg, sh, &c);
   kda_case_free(&c);
   free(cu);
   return fails;
