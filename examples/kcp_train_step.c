@@ -1,6 +1,6 @@
 /* kcp_train_step.c - one context-parallel KDA training step from C:
- * specs/kda/kda_train.cake with cp = summary, its packed sequence split
- * across R ranks.
+ * specs/kda/kda_train.cake with cp = summary (or exact), its packed
+ * sequence split across R ranks.
  *
  * With at least R GPUs, one process per rank: the program forks R workers,
  * worker 0 makes the NCCL id (cake_comm_unique_id) and hands it to the others
@@ -16,8 +16,10 @@
  * target, the backward. Printed: each rank's share of the loss and the
  * norm of dA_log (the same on every rank: the ranks' sums, in rank order).
  *
- *   build/examples/kcp_train_step build/package [R] [layout]
- *   (R: 1..8, default 2; layout: contiguous | zigzag | zigzag_per_document, default zigzag)
+ *   build/examples/kcp_train_step build/package [R] [layout] [summary|exact]
+ *   (R: 1..8, default 2; layout: contiguous | zigzag | zigzag_per_document, default zigzag;
+ *   the mode, default summary: exact gives dA_log bitwise equal to one rank's, which the
+ *   in-process run checks)
  */
 #include <cuda.h>
 #include <math.h>
@@ -120,14 +122,15 @@ static unsigned short *local_rows(const Rank *r, const unsigned short *global, i
   return x;
 }
 
+static const char *g_cp = "summary"; /* the KCP mode (cp = summary or exact) */
+
 /* Plans rank `rank` of R (R = 0: the single-rank program on the whole sequence), allocates and binds. */
 static void setup(Rank *r, const cake_package *pkg, const Global *x, int R, int rank, cake_layout layout) {
   memset(r, 0, sizeof *r);
   const cake_program *prog;
-  CK(cake_package_variant(pkg, "kda_train",
-                          R ? "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt,cp=summary"
-                            : "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt,cp=none",
-                          &prog));
+  char opts[96];
+  snprintf(opts, sizeof opts, "gate=softplus,qk_norm=true,beta_logits=true,save=ckpt,cp=%s", R ? g_cp : "none");
+  CK(cake_package_variant(pkg, "kda_train", opts, &prog));
   CK(cake_plan_create(prog, &r->plan));
   CK(cake_plan_set_dim(r->plan, "H", H));
   CK(cake_plan_set_dim(r->plan, "HV", H));
@@ -205,9 +208,11 @@ static double loss_and_do(Rank *r) {
   return loss;
 }
 
+static void dA_of(const Rank *r, float g[16]) { CU(cuMemcpyDtoH(g, r->buf[15], (size_t)H * 4)); }
+
 static double dA_norm(const Rank *r) {
   float g[16];
-  CU(cuMemcpyDtoH(g, r->buf[15], (size_t)H * 4));
+  dA_of(r, g);
   double s = 0;
   for (int h = 0; h < H; h++) s += (double)g[h] * g[h];
   return sqrt(s);
@@ -278,20 +283,25 @@ static int gpu_count(void) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s PACKAGE_DIR [R] [contiguous|zigzag|zigzag_per_document]\n", argv[0]);
+    fprintf(stderr, "usage: %s PACKAGE_DIR [R] [contiguous|zigzag|zigzag_per_document] [summary|exact]\n", argv[0]);
     return 2;
   }
   int R = argc > 2 ? atoi(argv[2]) : 2;
   cake_layout layout = CAKE_LAYOUT_ZIGZAG;
   for (int l = 0; argc > 3 && l < 3; l++)
     if (!strcmp(argv[3], cake_layout_name((cake_layout)l))) layout = (cake_layout)l;
+  if (argc > 4) g_cp = argv[4];
+  if (strcmp(g_cp, "summary") && strcmp(g_cp, "exact")) {
+    fprintf(stderr, "the mode is summary or exact, not '%s'\n", g_cp);
+    return 2;
+  }
   if (R < 1 || R > MAXR) {
     fprintf(stderr, "R must be in [1, %d]\n", MAXR);
     return 2;
   }
   int ngpu = gpu_count();
-  printf("kcp_train_step: T=%lld H=%lld, documents 3000/1/5191, R=%d, %s, aligned to 64 tokens\n", (long long)T,
-         (long long)H, R, cake_layout_name(layout));
+  printf("kcp_train_step: T=%lld H=%lld, documents 3000/1/5191, R=%d, %s, aligned to 64 tokens, cp=%s\n", (long long)T,
+         (long long)H, R, cake_layout_name(layout), g_cp);
   if (ngpu >= R && R > 1) { /* one process per rank, over NCCL */
     printf("%d GPUs: one process per rank over NCCL\n", ngpu);
     fflush(stdout);
@@ -352,8 +362,13 @@ int main(int argc, char **argv) {
   CU(cuCtxSynchronize());
   printf("loss: %d ranks %.6f, one rank %.6f; |dA_log|: %d ranks %.6e, one rank %.6e\n", R, total, single, R,
          dA_norm(&rk[0]), dA_norm(&one));
+  float ga[16], gb[16];
+  dA_of(&rk[0], ga), dA_of(&one, gb);
+  int same = !memcmp(ga, gb, (size_t)H * 4);
+  printf("dA_log bitwise equal to one rank's: %s\n", same ? "yes" : "no");
+  int status = !strcmp(g_cp, "exact") && !same; /* exact mode promises the single rank's bits */
   teardown(&one);
   for (int r = 0; r < R; r++) teardown(&rk[r]), cake_comm_destroy(comms[r]);
   cake_package_free(pkg);
-  return 0;
+  return status;
 }

@@ -369,7 +369,7 @@ int cake_comm_size(const cake_comm *c);     /* 0 for NULL */
 int cake_comm_is_local(const cake_comm *c); /* 1 for a member of an in-process group; 0 for NCCL or NULL */
 void cake_comm_destroy(cake_comm *c);       /* NULL does nothing */
 
-/* Context-parallel plans (KCP; a program with a dim of role "ranks", schema 3)
+/* Context-parallel plans (KCP; a program with a dim of role "ranks", schema 3 to 5)
  *
  * cake_plan_set_partition gives the plan of rank `rank` of R its documents:
  * the global packed sequence (cu_seqlens, ndocs, T) split by `layout` and
@@ -384,15 +384,21 @@ void cake_comm_destroy(cake_comm *c);       /* NULL does nothing */
  *   - the fragment table (the kernel argument frag_table, "frag_table" of
  *     cake_plan_item), int32: for each local fragment n in [0, N), at 6n,
  *     [continues, continued, before_first, before_count, after_first,
- *     after_count]; from 6N on, (rank, index among that rank's fragments)
- *     pairs, entry i at 6N + 2i: fragment n's before entries (the fragments
- *     before it in its document, in document order) are before_first ..
- *     before_first + before_count - 1, its after entries (those after it,
- *     in document order) after_first .. after_first + after_count - 1; the
- *     entries go fragment by fragment, each one's before list then its
- *     after list. 6N + 2E int32 in all (E entries); a rank without
- *     fragments has one row of zeros. It counts in the workspace like the
- *     chunk table and goes to the device with it (see cake_launch).
+ *     after_count]; at 6N (schema 5) the first and count of the ends()
+ *     entries; from P = 6N + 2 on (6N for a schema 3 or 4 package), (rank,
+ *     index among that rank's fragments) pairs, entry i at P + 2i: fragment
+ *     n's before entries (the fragments before it in its document, in
+ *     document order) are before_first .. before_first + before_count - 1,
+ *     its after entries (those after it, in document order) after_first ..
+ *     after_first + after_count - 1; the entries go fragment by fragment,
+ *     each one's before list then its after list, and last (schema 5) the
+ *     fragment that ends each non-empty document, in document order. P + 2E
+ *     int32 in all (E entries); a rank without fragments has one row of
+ *     zeros. It counts in the workspace like the chunk table and goes to
+ *     the device with it (see cake_launch);
+ *   - the rounds of the entries' `rounds(...)` groups: the most fragments
+ *     any document has (the same on every rank). A launch runs a group's
+ *     stages as a block once per round, its kernels given the round.
  * The ranks and fragments dims come from the partition; cake_plan_set_dim
  * may set them too, as a check: a value set by hand must equal the
  * partition's (CAKE_ERR_PLAN from cake_plan_set_partition when set before

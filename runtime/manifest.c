@@ -8,10 +8,13 @@
  * enums are known; names are unique where they name something (programs,
  * dims, tensors, params, stages, entries, options, files, kernel targets),
  * and no tensor takes the name of the plan's tables (chunk_table, doc_table,
- * frag_table); every cross reference resolves. Schema 2 and 3 are read; 3
+ * frag_table); every cross reference resolves. Schema 2 to 5 are read; 3
  * adds context-parallel programs: the dim roles "ranks" and "fragments", the
  * program's "exchanges" (stages that entries may list) and the frag_table
- * argument. A failure is CAKE_ERR_PACKAGE with a message
+ * argument; 4 halo exchanges; 5 the entries' "rounds" groups, the kernel
+ * argument of kind "round" and the fragment table's ends() header (the
+ * plan lays the table out by the package's schema). A failure is
+ * CAKE_ERR_PACKAGE with a message
  * naming the program, the record and the field. */
 #include <float.h>
 #include <stdarg.h>
