@@ -108,6 +108,8 @@ static void dump_block(Buf *o, const CirProgram *p, const CirKernel *k, const Ci
     if (in->op == OP_FOR) {
       if (in->counted)
         buf_printf(o, "for range %%%d carry(", in->args[0]->id);
+      else if (in->before == 3)
+        buf_printf(o, "for over ends()%s carry(", in->reverse ? " reverse" : "");
       else if (in->before)
         buf_printf(o, "for over %s(%%%d)%s carry(", in->before == 2 ? "after" : "before", in->args[0]->id,
                    in->reverse ? " reverse" : "");

@@ -113,7 +113,7 @@ struct CirBlock {
 };
 
 /* An exchange stage of a context-parallel program (between kernels). */
-typedef enum { XCHG_NONE = 0, XCHG_ALL_GATHER, XCHG_HALO } XchgOp;
+typedef enum { XCHG_NONE = 0, XCHG_ALL_GATHER, XCHG_HALO, XCHG_SEND_NEXT, XCHG_SEND_PREV } XchgOp;
 const char *xchg_op_name(XchgOp op);
 
 typedef struct CirKernel {

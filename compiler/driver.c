@@ -551,7 +551,9 @@ static cJSON *program_json(const CirProgram *p, const char *src_name) {
     /* what one rank sends, as a function of the dims: the constant factor
      * (the element size included), then the dims; it receives R - 1 times
      * that. A halo sends the edge tokens of each fragment: F (before + after)
-     * tokens, the source's other extents each. */
+     * tokens, the source's other extents each. send_next and send_prev:
+     * every rank but the last (first) sends that once, every rank but the
+     * first (last) receives it once. */
     int from = x->exchange == XCHG_HALO ? 1 : 0;
     long long k = dtype_bytes(x->xsrc->dtype) * (from ? x->xbefore + x->xafter : 1);
     Buf f;

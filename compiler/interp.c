@@ -329,9 +329,10 @@ static double binop(CirOp op, DType dt, double a, double b) {
 static void exec_block(Interp *I, const CirBlock *b);
 
 /* A loop's carried value of a float dtype holds what that dtype can from
- * step to step (the GPU keeps it in that dtype between steps), except in
- * exact mode: a state carried over chunks rounds as it would passing
- * through a tensor, so that a program may hand it to another rank. */
+ * step to step, as on the GPU, which keeps it in that dtype between steps
+ * (in exact mode nothing rounds, carries neither). So a state carried over
+ * chunks rounds as it would passing through a tensor of its dtype, and a
+ * program may hand it to another rank between two steps. */
 static void round_carry(const Interp *I, Tile *t) {
   if (t->ty.dt != DT_F32 && t->ty.dt != DT_BF16 && t->ty.dt != DT_F16) return;
   for (long long i = 0; i < numel(t->ty); i++) t->v[i] = rnd(I, t->ty.dt, t->v[i]);
@@ -835,6 +836,20 @@ int cake_interp_run(const CirProgram *p, const char *entry, const InterpArgs *ar
   return R.I.failed ? -1 : 0;
 }
 
+/* send_next (send_prev): rank r's src into rank r + 1's (r - 1's) dst; the
+ * first (last) rank's dst is 0. */
+static void send_step(Run *runs, int n, const CirKernel *x) {
+  const CirProgram *p = runs[0].I.p;
+  long long m = cake_interp_numel(p, x->xsrc, runs[0].I.dims);
+  int step = x->exchange == XCHG_SEND_NEXT ? 1 : -1;
+  for (int q = 0; q < n; q++) {
+    double *dst = runs[q].I.args->tensors[x->xdst->index];
+    int from = q - step;
+    if (from < 0 || from >= n) memset(dst, 0, sizeof(double) * (size_t)m);
+    else memcpy(dst, runs[from].I.args->tensors[x->xsrc->index], sizeof(double) * (size_t)m);
+  }
+}
+
 /* all_gather: every rank's src into every rank's dst, rank r's at [r, ...]. */
 static void all_gather(Run *runs, int n, const CirKernel *x) {
   const CirProgram *p = runs[0].I.p;
@@ -930,11 +945,14 @@ int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, co
   int failed = -1;
   for (int r = 0; r < nranks && failed < 0; r++)
     if (run_begin(&runs[r], p, en, args[r], msg, sizeof msg)) failed = r;
-  /* rounds: as many as the longest document has fragments (the same on every rank) */
-  long long nrounds = 1;
+  /* rounds: as many as the longest document has fragments (the same on
+   * every rank; none without fragments: the empty document of a rank that
+   * holds nothing is none) */
+  long long nrounds = 0;
   for (int r = 0; r < nranks; r++)
     for (long long f = 0; args[r]->frags && f < runs[r].I.ndocs; f++)
-      if (args[r]->frags[f].before_count + 1 > nrounds) nrounds = args[r]->frags[f].before_count + 1;
+      if (runs[r].I.doc_first[f + 1] > runs[r].I.doc_first[f] && args[r]->frags[f].before_count + 1 > nrounds)
+        nrounds = args[r]->frags[f].before_count + 1;
   for (int s = 0; s < en->nstages && failed < 0;) {
     int g1 = s; /* the stages [s, g1] run together: one stage, or a rounds group */
     while (en->group[s] && g1 + 1 < en->nstages && en->group[g1 + 1] == en->group[s]) g1++;
@@ -948,6 +966,7 @@ int cake_interp_run_ranks(const CirProgram *p, const char *entry, int nranks, co
         if (k->exchange) {
           for (int r = 0; r < nranks && first; r++) poison_at(&runs[r], j, 1);
           if (k->exchange == XCHG_HALO) halo(runs, nranks, k);
+          else if (k->exchange == XCHG_SEND_NEXT || k->exchange == XCHG_SEND_PREV) send_step(runs, nranks, k);
           else all_gather(runs, nranks, k);
           for (int r = 0; r < nranks && last; r++) poison_at(&runs[r], j, 0);
           continue;

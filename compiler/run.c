@@ -667,7 +667,7 @@ static int execute(Run *r) {
   /* --temps writes the temps as the entry left them; otherwise each is
    * poisoned outside its live ranges, as the runtime's workspace sharing
    * allows (a range too short then shows as NaN in an output) */
-  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors, r->exact, r->temps, NULL, NULL};
+  InterpArgs args = {r->dims, r->cu, r->ndocs, r->params, tensors, r->exact, r->temps, NULL, NULL, 0, 0};
   char err[1024];
   if (cake_interp_run(p, r->entry->name, &args, err, sizeof err)) {
     fprintf(stderr, "cakec: error: entry '%s' of '%s' failed: %s\n", r->entry->name, p->name, err);

@@ -2248,7 +2248,11 @@ static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
 }
 
 const char *xchg_op_name(XchgOp op) {
-  return op == XCHG_ALL_GATHER ? "all_gather" : op == XCHG_HALO ? "halo" : "none";
+  return op == XCHG_ALL_GATHER ? "all_gather"
+         : op == XCHG_HALO      ? "halo"
+         : op == XCHG_SEND_NEXT ? "send_next"
+         : op == XCHG_SEND_PREV ? "send_prev"
+                                : "none";
 }
 
 /* `exchange NAME = halo(SRC, B, A) -> DST`: SRC a token tensor (first axis
@@ -2348,7 +2352,9 @@ static void halo_decl(Sema *s, const Decl *d) {
 
 /* `exchange NAME = all_gather(SRC) -> DST`: SRC and DST temps declared
  * before, DST = [R] + SRC's shape, the same dtype; SRC's shape the same on
- * every rank (no tokens, docs or chunks extent). */
+ * every rank (no tokens, docs or chunks extent). `send_next(SRC) -> DST`
+ * (`send_prev`): rank r's SRC lands in rank r + 1's (r - 1's) DST, which
+ * has SRC's shape and dtype; the first (last) rank's DST reads 0. */
 static void exchange_decl(Sema *s, const Decl *d) {
   CirProgram *p = s->p;
   if (p->ranks_dim < 0) {
@@ -2361,13 +2367,19 @@ static void exchange_decl(Sema *s, const Decl *d) {
     halo_decl(s, d);
     return;
   }
-  if (strcmp(d->xop.name, "all_gather") != 0) {
-    ERR(d->xop.loc, "unknown exchange '%s' (there are `all_gather` and `halo`)", d->xop.name);
+  XchgOp op = !strcmp(d->xop.name, "all_gather") ? XCHG_ALL_GATHER
+             : !strcmp(d->xop.name, "send_next") ? XCHG_SEND_NEXT
+             : !strcmp(d->xop.name, "send_prev") ? XCHG_SEND_PREV
+                                                 : XCHG_NONE;
+  if (op == XCHG_NONE) {
+    ERR(d->xop.loc, "unknown exchange '%s' (there are `all_gather`, `halo`, `send_next` and `send_prev`)", d->xop.name);
     poison_name(s, &d->name);
     return;
   }
+  const char *opn = xchg_op_name(op);
+  int gather = op == XCHG_ALL_GATHER;
   if (d->xargs.len) {
-    ERR(((const Expr *)d->xargs.items[0])->loc, "all_gather takes only its source: `all_gather(%s)`", d->xsrc.name);
+    ERR(((const Expr *)d->xargs.items[0])->loc, "%s takes only its source: `%s(%s)`", opn, opn, d->xsrc.name);
     poison_name(s, &d->name);
     return;
   }
@@ -2392,22 +2404,28 @@ static void exchange_decl(Sema *s, const Decl *d) {
     }
   }
   CirTensor *src = t[0], *dst = t[1];
-  int ok = src != dst && src->dtype == dst->dtype && dst->rank == src->rank + 1 && dst->rank <= CIR_MAX_TENSOR_RANK &&
-           dst->shape[0].sym == p->ranks_dim;
+  int lead = gather ? 1 : 0; /* all_gather's destination starts with [R] */
+  int ok = src != dst && src->dtype == dst->dtype && dst->rank == src->rank + lead && dst->rank <= CIR_MAX_TENSOR_RANK &&
+           (!gather || dst->shape[0].sym == p->ranks_dim);
   for (int i = 0; ok && i < src->rank; i++)
-    ok = dst->shape[i + 1].sym == src->shape[i].sym && (src->shape[i].sym >= 0 || dst->shape[i + 1].value == src->shape[i].value);
+    ok = dst->shape[i + lead].sym == src->shape[i].sym &&
+         (src->shape[i].sym >= 0 || dst->shape[i + lead].value == src->shape[i].value);
   if (!ok) {
-    ERR(d->xdst.loc, "all_gather's destination must be [%s] followed by the source's shape, with its dtype (%s): "
-                     "'%s' is not", p->dims[p->ranks_dim].name, dtype_name(src->dtype), dst->name);
+    if (gather)
+      ERR(d->xdst.loc, "all_gather's destination must be [%s] followed by the source's shape, with its dtype (%s): "
+                       "'%s' is not", p->dims[p->ranks_dim].name, dtype_name(src->dtype), dst->name);
+    else
+      ERR(d->xdst.loc, "%s's destination must have the source's shape and dtype (%s): '%s' has not", opn,
+          dtype_name(src->dtype), dst->name);
     poison_name(s, &d->name);
     return;
   }
   for (int i = 0; i < src->rank; i++) {
     int sym = src->shape[i].sym;
     if (sym >= 0 && (p->dims[sym].role == DIM_TOKENS || p->dims[sym].role == DIM_DOCS || p->dims[sym].role == DIM_CHUNKS)) {
-      ERR(d->xsrc.loc, "all_gather sends the same number of bytes from every rank, but '%s' has an extent of %s, "
+      ERR(d->xsrc.loc, "%s sends the same number of bytes from every rank, but '%s' has an extent of %s, "
                        "which differs between ranks (per-fragment data has the extent of the fragments dim of `ranks R, fragments F`)",
-          src->name, p->dims[sym].name);
+          opn, src->name, p->dims[sym].name);
       poison_name(s, &d->name);
       return;
     }
@@ -2415,7 +2433,7 @@ static void exchange_decl(Sema *s, const Decl *d) {
   CirKernel *k = arena_alloc(s->a, sizeof(CirKernel));
   k->name = d->name.name;
   k->loc = d->name.loc;
-  k->exchange = XCHG_ALL_GATHER;
+  k->exchange = op;
   k->xsrc = src;
   k->xdst = dst;
   Sym *y = add_sym(s, k->name, SYM_KERNEL, d->name.loc);

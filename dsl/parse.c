@@ -152,6 +152,8 @@ static void dump_stmt(Buf *o, const Stmt *s, int indent) {
         buf_printf(o, "For %s in range(", s->name);
         dump_expr(o, s->value);
         buf_puts(o, ") carry");
+      } else if (s->before == 3) {
+        buf_printf(o, "For %s, %s in %sends() carry", s->name, s->name2, s->reverse ? "reverse " : "");
       } else if (s->before) {
         buf_printf(o, "For %s, %s in %s%s(%s) carry", s->name, s->name2, s->reverse ? "reverse " : "",
                    s->before == 2 ? "after" : "before", s->doc);

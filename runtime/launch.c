@@ -365,9 +365,17 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
       uint64_t send, recv;
       size_t bytes;
       const RtExchange *x = run_exchange(&r, si, &send, &recv, &bytes);
-      if (x->op == X_HALO) s = halo_pack(&r, x, send);
-      if (!s) s = rt_comm_all_gather(comm, send, recv, bytes, stream);
-      if (!s && x->op == X_HALO) s = halo_unpack(&r, x, recv);
+      if (x->op == X_SEND_NEXT || x->op == X_SEND_PREV) { /* to the next (previous) rank; none past the ends: 0 */
+        int step = x->op == X_SEND_NEXT ? 1 : -1, to = p->rank + step, from = p->rank - step;
+        if (to >= p->nranks) to = -1;
+        if (from >= p->nranks) from = -1;
+        if (from < 0) s = rt_memset_zero(recv, bytes, stream);
+        if (!s) s = rt_comm_send_recv(comm, send, to, recv, from, bytes, stream);
+      } else {
+        if (x->op == X_HALO) s = halo_pack(&r, x, send);
+        if (!s) s = rt_comm_all_gather(comm, send, recv, bytes, stream);
+        if (!s && x->op == X_HALO) s = halo_unpack(&r, x, recv);
+      }
       if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, p->prog->name, cake_last_error());
     }
     if (!s && last) s = run_mark(&r, si, 1);
@@ -484,7 +492,17 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
       if (first) s = run_mark(&runs[r], si, 0);
       if (!s && x->op == X_HALO) s = halo_pack(&runs[r], x, send[r]);
     }
-    if (!s) s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st);
+    if (!s && (x->op == X_SEND_NEXT || x->op == X_SEND_PREV)) { /* to the next (previous) rank; the end's gets 0 */
+      int to[CAKE_MAX_RANKS], from[CAKE_MAX_RANKS], step = x->op == X_SEND_NEXT ? 1 : -1;
+      for (int r = 0; r < n && !s; r++) {
+        to[r] = r + step >= 0 && r + step < n ? r + step : -1;
+        from[r] = r - step >= 0 && r - step < n ? r - step : -1;
+        if (from[r] < 0) s = rt_memset_zero(recv[r], bytes, st[r]);
+      }
+      if (!s) s = rt_comm_local_send_recv(comms, n, send, to, recv, from, bytes, st);
+    } else if (!s) {
+      s = rt_comm_local_all_gather(comms, n, send, recv, bytes, st);
+    }
     for (int r = 0; r < n && !s && x->op == X_HALO; r++) s = halo_unpack(&runs[r], x, recv[r]);
     if (s) s = rt_fail(s, "exchange '%s' of '%s': %s", x->name, plans[0]->prog->name, cake_last_error());
     for (int r = 0; r < n && !s && last; r++) s = run_mark(&runs[r], si, 1);

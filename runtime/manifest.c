@@ -541,7 +541,7 @@ static cake_status load_halo(Ld *L, const JNode *x, const cake_program *p, RtExc
 }
 
 static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
-  static const char *const ops[] = {"all_gather", "halo"};
+  static const char *const ops[] = {"all_gather", "halo", "send_next", "send_prev"};
   const JNode *xs;
   cake_status s = get(L, pj, "exchanges", J_ARR, 0, &xs); /* absent: none */
   if (s) return s;
@@ -556,7 +556,7 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
     snprintf(L->rec, sizeof L->rec, "exchange '%s'", name);
     if (exchange_index(p, name) >= 0) return bad(L, "declared twice");
     if (stage_index(p, name) >= 0) return bad(L, "a stage has the same name");
-    if ((s = get_enum(L, x, "op", ops, 2, &op))) return s;
+    if ((s = get_enum(L, x, "op", ops, L->version >= 5 ? 4 : 2, &op))) return s;
     if (p->ranks_dim < 0) return bad(L, "an exchange needs a dim with role 'ranks'");
     if (op == X_HALO) {
       const char *sn;
@@ -581,16 +581,21 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
                       "(per-fragment data has extent '%s')",
                    a->name, p->dims[d], j, p->frags_dim >= 0 ? p->dims[p->frags_dim] : "F");
     }
-    int same = b->rank == a->rank + 1 && b->shape[0].dim == p->ranks_dim;
+    int lead = op == X_ALL_GATHER; /* all_gather: [R] first; send_next/send_prev: the source's shape */
+    int same = b->rank == a->rank + lead && (!lead || b->shape[0].dim == p->ranks_dim);
     for (int j = 0; same && j < a->rank; j++)
-      same = b->shape[j + 1].dim == a->shape[j].dim && (a->shape[j].dim >= 0 || b->shape[j + 1].value == a->shape[j].value);
+      same = b->shape[j + lead].dim == a->shape[j].dim &&
+             (a->shape[j].dim >= 0 || b->shape[j + lead].value == a->shape[j].value);
     if (!same) {
       char sa[256], sb[256];
-      return bad(L, "'dst' '%s' has shape %s; an all_gather of '%s' %s needs ['%s'] followed by its shape", b->name,
-                 decl_shape(p, b, sb, sizeof sb), a->name, decl_shape(p, a, sa, sizeof sa), p->dims[p->ranks_dim]);
+      if (lead)
+        return bad(L, "'dst' '%s' has shape %s; an all_gather of '%s' %s needs ['%s'] followed by its shape", b->name,
+                   decl_shape(p, b, sb, sizeof sb), a->name, decl_shape(p, a, sa, sizeof sa), p->dims[p->ranks_dim]);
+      return bad(L, "'dst' '%s' has shape %s; a %s of '%s' needs its shape %s", b->name, decl_shape(p, b, sb, sizeof sb),
+                 ops[op], a->name, decl_shape(p, a, sa, sizeof sa));
     }
     RtExchange *rx = &p->exchanges[p->nexchanges++];
-    *rx = (RtExchange){NULL, X_ALL_GATHER, src, dst, 0, 0};
+    *rx = (RtExchange){NULL, (RtExchangeOp)op, src, dst, 0, 0};
     if ((s = copy_str(L, &rx->name, name))) return s;
   }
   L->rec[0] = 0;

@@ -158,7 +158,7 @@ typedef struct RtStage {
 
 /* An exchange stage of a context-parallel program: DST[r, ...] = rank r's SRC
  * (both temps; the loader checked their dtypes and shapes). */
-typedef enum { X_ALL_GATHER, X_HALO } RtExchangeOp;
+typedef enum { X_ALL_GATHER, X_HALO, X_SEND_NEXT, X_SEND_PREV } RtExchangeOp;
 typedef struct RtExchange {
   char *name;
   RtExchangeOp op;

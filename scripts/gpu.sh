@@ -41,7 +41,7 @@ case "${1:-}" in
     export CAKE_CACHE_DIR="${CAKE_CACHE_DIR:-$PWD/build/cache}"   # shared with the package target
     # (+ the context-parallel KDA forward of test_kcp)
     build/bin/cakec specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/conv1d/*.cake specs/deltanet/*.cake 2>/dev/null) \
-      tests/unit/kcp/kda_kcp_fwd.cake --arch=sm_90a -o .carry/package
+      tests/unit/kcp/kda_kcp_fwd.cake tests/unit/kcp/kcp_send.cake --arch=sm_90a -o .carry/package
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first build/examples/kcp_train_step .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts

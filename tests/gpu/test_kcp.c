@@ -293,6 +293,98 @@ static int run_shape(const cake_program *ref, const cake_program *prog, const Sh
   return fails;
 }
 
+/* tests/unit/kcp/kcp_send.cake: each rank's total of x to the next rank
+ * (send_next) and the previous one (send_prev); u = x + the previous rank's
+ * total + 2 x the next rank's. R in-process ranks, every layout, against
+ * the totals summed here in double; the comm bytes per rank (the first and
+ * the last rank send and receive one way only). */
+static int run_send(const cake_package *pkg, uint64_t *rng) {
+  enum { W = 8 };
+  static const int32_t cu[] = {0, 500, 501, 1700, 3000};
+  const int nd = 4;
+  const int64_t T = cu[nd];
+  const cake_program *prog;
+  RT(cake_package_program(pkg, "kcp_send", &prog));
+  float *x = malloc(sizeof(float) * (size_t)(T * W));
+  for (int64_t i = 0; i < T * W; i++) x[i] = (float)rng_normal(rng);
+  int fails = 0;
+  static const int Rs[] = {1, 2, 4, 8};
+  for (int ri = 0; ri < 4; ri++)
+    for (int L = 0; L < 3; L++) {
+      int R = Rs[ri];
+      cake_comm *comms[8];
+      cake_plan *plans[8];
+      cake_binding b[8][2];
+      const cake_binding *bp[8];
+      int nb[8];
+      uint64_t ws[8];
+      size_t wsb[8];
+      CUdeviceptr dx[8], du[8];
+      cake_fragment *fr[8];
+      int64_t nfr[8], Tl[8];
+      double tot[8][W];
+      RT(cake_comm_init_local(R, comms));
+      for (int r = 0; r < R; r++) {
+        RT(cake_plan_create(prog, &plans[r]));
+        RT(cake_plan_set_partition(plans[r], cu, nd, T, R, r, (cake_layout)L, 0));
+        RT(cake_plan_finalize(plans[r]));
+        RT(cake_plan_get_dim(plans[r], "T", &Tl[r]));
+        RT(cake_partition(cu, nd, T, R, r, (cake_layout)L, 0, NULL, 0, &nfr[r], NULL));
+        fr[r] = calloc((size_t)nfr[r] + 1, sizeof(cake_fragment));
+        RT(cake_partition(cu, nd, T, R, r, (cake_layout)L, 0, fr[r], nfr[r], &nfr[r], NULL));
+        float *lx = malloc(sizeof(float) * (size_t)(Tl[r] * W) + 4);
+        for (int c = 0; c < W; c++) tot[r][c] = 0;
+        for (int64_t f = 0; f < nfr[r]; f++)
+          for (int64_t t = fr[r][f].start; t < fr[r][f].end; t++)
+            for (int c = 0; c < W; c++) {
+              lx[(fr[r][f].local_start + t - fr[r][f].start) * W + c] = x[t * W + c];
+              tot[r][c] += x[t * W + c];
+            }
+        dx[r] = gpu_upload(lx, sizeof(float) * (size_t)(Tl[r] * W) + 4);
+        du[r] = gpu_alloc(sizeof(float) * (size_t)(Tl[r] * W) + 4);
+        gpu_poison(du[r], sizeof(float) * (size_t)(Tl[r] * W) + 4);
+        free(lx);
+        RT(cake_plan_workspace_bytes(plans[r], &wsb[r]));
+        ws[r] = gpu_alloc(wsb[r] ? wsb[r] : 256);
+        gpu_poison(ws[r], wsb[r] ? wsb[r] : 256);
+        b[r][0] = (cake_binding){"x", gpu_tensor(dx[r], CAKE_F32, 2, Tl[r], W, 0, 0)};
+        b[r][1] = (cake_binding){"u", gpu_tensor(du[r], CAKE_F32, 2, Tl[r], W, 0, 0)};
+        bp[r] = b[r], nb[r] = 2;
+      }
+      RT(cake_launch_group(plans, R, "fwd", bp, nb, ws, wsb, NULL, NULL, comms, NULL));
+      CK(cuCtxSynchronize());
+      double worst = 0;
+      int bytes_ok = 1;
+      for (int r = 0; r < R; r++) {
+        float *lu = malloc(sizeof(float) * (size_t)(Tl[r] * W) + 4);
+        CK(cuMemcpyDtoH(lu, du[r], sizeof(float) * (size_t)(Tl[r] * W)));
+        for (int64_t f = 0; f < nfr[r]; f++)
+          for (int64_t t = fr[r][f].start; t < fr[r][f].end; t++)
+            for (int c = 0; c < W; c++) {
+              double want = x[t * W + c] + (r > 0 ? tot[r - 1][c] : 0) + 2 * (r + 1 < R ? tot[r + 1][c] : 0);
+              double got = lu[(fr[r][f].local_start + t - fr[r][f].start) * W + c];
+              double e = fabs(got - want) / (1 + fabs(want));
+              if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+            }
+        uint64_t sent, recv, one = W * 4;
+        RT(cake_plan_comm_bytes(plans[r], "fwd", &sent, &recv));
+        /* send_next: every rank but the last sends, every rank but the first receives; send_prev the mirror */
+        uint64_t want_s = (r + 1 < R ? one : 0) + (r > 0 ? one : 0);
+        bytes_ok &= sent == want_s && recv == want_s;
+        free(lu);
+        gpu_free(dx[r]), gpu_free(du[r]), gpu_free(ws[r]);
+        cake_plan_free(plans[r]), cake_comm_destroy(comms[r]), free(fr[r]);
+      }
+      int ok = worst < 1e-4 && bytes_ok;
+      printf("%-34s T=%-6lld docs=%-4d R=%d %-19s worst %.2e  comm bytes %s  %s\n", "send_next / send_prev",
+             (long long)T, nd, R, cake_layout_name((cake_layout)L), worst, bytes_ok ? "ok" : "DIFFER",
+             ok ? "PASS" : "FAIL");
+      fails += !ok;
+    }
+  free(x);
+  return fails;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PACKAGE_DIR [--seed N] [--quick]\n", argv[0]);
@@ -321,6 +413,7 @@ int main(int argc, char **argv) {
   int fails = 0;
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     if (!quick || shapes[i].quick) fails += run_shape(ref, prog, &shapes[i], &rng);
+  fails += run_send(pkg, &rng);
   cake_package_free(pkg);
   printf("test_kcp: %s (%d failing case%s)\n", fails ? "FAIL" : "PASS", fails, fails == 1 ? "" : "s");
   return fails ? 1 : 0;

@@ -568,6 +568,53 @@ static void test_kda_train_summary(void **state) {
   }
 }
 
+/* ---- send_next and send_prev ---- */
+
+static void test_send_neighbours(void **state) {
+  (void)state;
+  const CirProgram *p = load(CAKE_SOURCE_DIR "/tests/unit/kcp/kcp_send.cake", "kcp_send.cake", NULL);
+  assert_non_null(p);
+  static const int32_t cu[] = {0, 40, 41, 100, 130};
+  const int nd = 4;
+  const int64_t T = cu[nd];
+  uint64_t seed = 0x73656e64u;
+  int cases = 0;
+  for (int R = 1; R <= 4; R++)
+    for (int L = 0; L < 3; L++) {
+      double *g[MAXT] = {0};
+      double *x = g[tix(p, "x")] = malloc(sizeof(double) * (size_t)(T * W + 1));
+      double *u = g[tix(p, "u")] = calloc((size_t)(T * W + 1), sizeof(double));
+      for (int64_t i = 0; i < T * W; i++) x[i] = (double)(float)fixture_nrand(&seed);
+      long long gd[16] = {0};
+      run_ranks(p, FWD, gd, cu, nd, R, (cake_layout)L, 0, 1, g);
+      /* each rank's total, then every token against its rank's neighbours' */
+      double tot[8][W];
+      int owner[200];
+      memset(tot, 0, sizeof tot);
+      for (int r = 0; r < R; r++) {
+        int64_t n = 0;
+        cake_fragment fr[64];
+        assert_int_equal(cake_partition(cu, nd, T, R, r, (cake_layout)L, 0, fr, 64, &n, NULL), CAKE_OK);
+        for (int64_t f = 0; f < n; f++)
+          for (int64_t t = fr[f].start; t < fr[f].end; t++) {
+            owner[t] = r;
+            for (int c = 0; c < W; c++) tot[r][c] += x[t * W + c];
+          }
+      }
+      for (int64_t t = 0; t < T; t++)
+        for (int c = 0; c < W; c++) {
+          int r = owner[t];
+          double want = x[t * W + c] + (r > 0 ? tot[r - 1][c] : 0) + 2 * (r + 1 < R ? tot[r + 1][c] : 0);
+          if (fabs(u[t * W + c] - want) > 1e-12 * (1 + fabs(want)))
+            fail_msg("R = %d, %s: u[%lld, %d] = %g, want %g", R, cake_layout_name((cake_layout)L), (long long)t, c,
+                     u[t * W + c], want);
+        }
+      free(x), free(u);
+      cases++;
+    }
+  printf("send_next / send_prev: %d cases (R = 1-4, three layouts) as the neighbours' totals\n", cases);
+}
+
 /* ---- KDA training, cp = exact: bitwise the single rank's ---- */
 
 static void test_kda_train_exact(void **state) {
@@ -787,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_kda_summary),
       cmocka_unit_test(test_kda_train_summary),
       cmocka_unit_test(test_kda_train_exact),
+      cmocka_unit_test(test_send_neighbours),
       cmocka_unit_test(test_conv1d_halo),
       cmocka_unit_test(test_errors),
   };

@@ -19,6 +19,6 @@ exchange g3 = all_gather(d) -> e
 exchange g4 = all_gather(x) -> b
 // CHECK: kcp_invalid.cake:8:1: error: a program has one `ranks` declaration
 // CHECK: kcp_invalid.cake:16:32: error: all_gather's destination must be [R] followed by the source's shape, with its dtype (f32): 'c' is not
-// CHECK: kcp_invalid.cake:17:15: error: unknown exchange 'broadcast' (there are `all_gather` and `halo`)
+// CHECK: kcp_invalid.cake:17:15: error: unknown exchange 'broadcast' (there are `all_gather`, `halo`, `send_next` and `send_prev`)
 // CHECK: kcp_invalid.cake:18:26: error: all_gather sends the same number of bytes from every rank, but 'd' has an extent of T, which differs between ranks
 // CHECK: kcp_invalid.cake:19:26: error: an exchange's buffers are temps; 'x' is in
