@@ -431,6 +431,44 @@ static const CirProgram *train_program(const TrainCase *tc, const char *cp) {
   return load(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "kda_train.cake", &set);
 }
 
+/* kda_train's inputs, per tensor of `one` at the global dims gd, drawn from seed */
+static void train_inputs(const CirProgram *one, const long long *gd, int external, uint64_t seed, double *in[MAXT]) {
+  for (int i = 0; i < one->ntensors; i++) {
+    const CirTensor *t = one->tensors[i];
+    if (t->role != ROLE_IN) continue;
+    long long n = cake_interp_numel(one, t, gd);
+    double *x = in[i] = malloc(sizeof(double) * (size_t)(n + 1));
+    for (long long e = 0; e < n; e++) {
+      double v = fixture_nrand(&seed);
+      if (!strcmp(t->name, "g") && external) v = -0.05 * log1p(exp(v)); /* a log-decay <= 0 */
+      if (!strcmp(t->name, "A_log")) v = fixture_urand(&seed) * 2.0 - 6.0; /* weak decay: the state carries */
+      if (!strcmp(t->name, "h0") || !strcmp(t->name, "dht")) v *= 0.1;
+      x[e] = t->dtype == DT_BF16 ? cake_round_bf16(v) : (double)(float)v;
+    }
+  }
+}
+
+/* The single-rank program's fwd then bwd over documents cu (nd of them),
+ * exact arithmetic or the dtypes' rounding; its outputs (and saved tensors)
+ * into out[], allocated here. */
+static void train_one_rank(const CirProgram *one, const long long *gd, const long long *cu, int nd, double *const in[MAXT],
+                           int exact, double *out[MAXT]) {
+  double *t1[MAXT] = {0};
+  for (int i = 0; i < one->ntensors; i++) {
+    const CirTensor *t = one->tensors[i];
+    if (t->role == ROLE_IN) t1[i] = in[i];
+    else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
+      long long dims[16];
+      memcpy(dims, gd, sizeof dims);
+      dims[one->chunks_dim] = cake_interp_chunk_count(one, cu[nd], cu, nd);
+      t1[i] = out[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
+    }
+  }
+  InterpArgs a = {gd, cu, nd, NULL, t1, exact, 0, NULL, NULL, 0, 0};
+  assert_int_equal(fixture_run(one, "fwd", &a), 0);
+  assert_int_equal(fixture_run(one, "bwd", &a), 0);
+}
+
 static void test_kda_train_summary(void **state) {
   (void)state;
   static const int32_t cu[] = {0, 150, 151, 300};
@@ -453,36 +491,11 @@ static void test_kda_train_summary(void **state) {
       if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
     gd[one->tokens_dim] = T;
     gd[one->docs_dim] = nd;
-    for (int i = 0; i < one->ntensors; i++) {
-      const CirTensor *t = one->tensors[i];
-      if (t->role != ROLE_IN) continue;
-      long long n = cake_interp_numel(one, t, gd);
-      double *x = in[i] = malloc(sizeof(double) * (size_t)(n + 1));
-      for (long long e = 0; e < n; e++) {
-        double v = fixture_nrand(&seed);
-        if (!strcmp(t->name, "g") && external) v = -0.05 * log1p(exp(v)); /* a log-decay <= 0 */
-        if (!strcmp(t->name, "A_log")) v = fixture_urand(&seed) * 2.0 - 6.0; /* weak decay: the state carries */
-        if (!strcmp(t->name, "h0") || !strcmp(t->name, "dht")) v *= 0.1;
-        x[e] = t->dtype == DT_BF16 ? cake_round_bf16(v) : (double)(float)v;
-      }
-    }
+    train_inputs(one, gd, external, seed, in);
     /* single rank: fwd then bwd, exact arithmetic */
-    double *t1[MAXT] = {0};
     long long cu64[8];
     for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
-    for (int i = 0; i < one->ntensors; i++) {
-      const CirTensor *t = one->tensors[i];
-      if (t->role == ROLE_IN) t1[i] = in[i];
-      else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
-        long long dims[16];
-        memcpy(dims, gd, sizeof dims);
-        dims[one->chunks_dim] = cake_interp_chunk_count(one, T, cu64, nd);
-        t1[i] = ref[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
-      }
-    }
-    InterpArgs a = {gd, cu64, nd, NULL, t1, 1, 0, NULL, NULL, 0, 0};
-    assert_int_equal(fixture_run(one, "fwd", &a), 0);
-    assert_int_equal(fixture_run(one, "bwd", &a), 0);
+    train_one_rank(one, gd, cu64, nd, in, 1, ref);
     /* on ranks */
     double top[sizeof outs / sizeof outs[0]] = {0};
     static const int ranks[] = {1, 2, 3, 4};
@@ -526,19 +539,7 @@ static void test_kda_train_summary(void **state) {
      * f32 precision: a fold in plain bf16 is about twice as far). */
     if (ci == 0) {
       double *r1[MAXT] = {0}, *rk[MAXT] = {0};
-      for (int i = 0; i < one->ntensors; i++) {
-        const CirTensor *t = one->tensors[i];
-        if (t->role == ROLE_IN) r1[i] = in[i];
-        else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
-          long long dims[16];
-          memcpy(dims, gd, sizeof dims);
-          dims[one->chunks_dim] = cake_interp_chunk_count(one, T, cu64, nd);
-          r1[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
-        }
-      }
-      InterpArgs ar = {gd, cu64, nd, NULL, r1, 0, 0, NULL, NULL, 0, 0};
-      assert_int_equal(fixture_run(one, "fwd", &ar), 0);
-      assert_int_equal(fixture_run(one, "bwd", &ar), 0);
+      train_one_rank(one, gd, cu64, nd, in, 0, r1);
       long long gk[16] = {0};
       for (int i = 0; i < kcp->ndims; i++)
         if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
@@ -560,9 +561,7 @@ static void test_kda_train_summary(void **state) {
                carried[k], ek, e1);
         if (!(ek < 1.5 * e1)) fail_msg("rounded, R = 4: %s RMS error ratio %g, one rank %g", carried[k], ek, e1);
       }
-      for (int i = 0; i < one->ntensors; i++)
-        if (one->tensors[i]->role != ROLE_IN) free(r1[i]);
-      for (int i = 0; i < MAXT; i++) free(rk[i]);
+      for (int i = 0; i < MAXT; i++) free(r1[i]), free(rk[i]);
     }
     for (int i = 0; i < MAXT; i++) free(in[i]), free(ref[i]), free(got[i]);
   }
@@ -641,36 +640,11 @@ static void test_kda_train_exact(void **state) {
       if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
     gd[one->tokens_dim] = T;
     gd[one->docs_dim] = nd;
-    for (int i = 0; i < one->ntensors; i++) {
-      const CirTensor *t = one->tensors[i];
-      if (t->role != ROLE_IN) continue;
-      long long n = cake_interp_numel(one, t, gd);
-      double *x = in[i] = malloc(sizeof(double) * (size_t)(n + 1));
-      for (long long e = 0; e < n; e++) {
-        double v = fixture_nrand(&seed);
-        if (!strcmp(t->name, "g") && external) v = -0.05 * log1p(exp(v));
-        if (!strcmp(t->name, "A_log")) v = fixture_urand(&seed) * 2.0 - 6.0;
-        if (!strcmp(t->name, "h0") || !strcmp(t->name, "dht")) v *= 0.1;
-        x[e] = t->dtype == DT_BF16 ? cake_round_bf16(v) : (double)(float)v;
-      }
-    }
+    train_inputs(one, gd, external, seed, in);
     /* one rank, with the dtypes' rounding */
-    double *t1[MAXT] = {0};
     long long cu64[8];
     for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
-    for (int i = 0; i < one->ntensors; i++) {
-      const CirTensor *t = one->tensors[i];
-      if (t->role == ROLE_IN) t1[i] = in[i];
-      else if (t->role == ROLE_OUT || t->role == ROLE_SAVE) {
-        long long dims[16];
-        memcpy(dims, gd, sizeof dims);
-        dims[one->chunks_dim] = cake_interp_chunk_count(one, T, cu64, nd);
-        t1[i] = ref[i] = calloc((size_t)cake_interp_numel(one, t, dims) + 1, sizeof(double));
-      }
-    }
-    InterpArgs a = {gd, cu64, nd, NULL, t1, 0, 0, NULL, NULL, 0, 0};
-    assert_int_equal(fixture_run(one, "fwd", &a), 0);
-    assert_int_equal(fixture_run(one, "bwd", &a), 0);
+    train_one_rank(one, gd, cu64, nd, in, 0, ref);
     static const int ranks[] = {1, 2, 3, 4};
     for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
       for (int L = 0; L < 3; L++) {
