@@ -431,8 +431,14 @@ static const CirProgram *train_program(const TrainCase *tc, const char *cp) {
   return load(CAKE_SOURCE_DIR "/specs/kda/kda_train.cake", "kda_train.cake", &set);
 }
 
-/* kda_train's inputs, per tensor of `one` at the global dims gd, drawn from seed */
-static void train_inputs(const CirProgram *one, const long long *gd, int external, uint64_t seed, double *in[MAXT]) {
+/* kda_train's global dims (KH heads, T tokens, nd documents) into gd and its
+ * inputs, per tensor of `one`, drawn from seed */
+static void train_inputs(const CirProgram *one, int64_t T, int nd, int external, uint64_t seed, long long *gd,
+                         double *in[MAXT]) {
+  for (int i = 0; i < one->ndims; i++)
+    if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
+  gd[one->tokens_dim] = T;
+  gd[one->docs_dim] = nd;
   for (int i = 0; i < one->ntensors; i++) {
     const CirTensor *t = one->tensors[i];
     if (t->role != ROLE_IN) continue;
@@ -487,11 +493,7 @@ static void test_kda_train_summary(void **state) {
     /* the global inputs, by tensor name (the same for both programs) */
     double *in[MAXT] = {0}, *ref[MAXT] = {0}, *got[MAXT] = {0};
     long long gd[16] = {0};
-    for (int i = 0; i < one->ndims; i++)
-      if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
-    gd[one->tokens_dim] = T;
-    gd[one->docs_dim] = nd;
-    train_inputs(one, gd, external, seed, in);
+    train_inputs(one, T, nd, external, seed, gd, in);
     /* single rank: fwd then bwd, exact arithmetic */
     long long cu64[8];
     for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
@@ -636,11 +638,7 @@ static void test_kda_train_exact(void **state) {
     uint64_t seed = 0x657861u + ci;
     double *in[MAXT] = {0}, *ref[MAXT] = {0}, *got[MAXT] = {0};
     long long gd[16] = {0};
-    for (int i = 0; i < one->ndims; i++)
-      if (!strcmp(one->dims[i].name, "H") || !strcmp(one->dims[i].name, "HV")) gd[i] = KH;
-    gd[one->tokens_dim] = T;
-    gd[one->docs_dim] = nd;
-    train_inputs(one, gd, external, seed, in);
+    train_inputs(one, T, nd, external, seed, gd, in);
     /* one rank, with the dtypes' rounding */
     long long cu64[8];
     for (int d = 0; d <= nd; d++) cu64[d] = cu[d];
