@@ -4,10 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What one kernel does to each tensor: 1 loads, 2 stores, 4 loads before
- * any store (in instruction order, loop bodies in place). */
-enum { ACC_LOAD = 1, ACC_STORE = 2, ACC_READ_FIRST = 4 };
-
 static void scan(const CirBlock *b, int *acc) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
@@ -38,6 +34,8 @@ static int group_stores(const CirProgram *p, const CirEntry *en, int s, int t, c
   (void)p;
   return 0;
 }
+
+void cir_access(const CirKernel *k, int *acc) { scan(&k->body, acc); }
 
 void cir_liveness(const CirProgram *p, CirLiveness *out) {
   int nt = p->ntensors, ne = p->nentries;

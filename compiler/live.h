@@ -26,6 +26,13 @@ typedef struct CirLiveness {
   int *pinned;   /* [tensor] */
 } CirLiveness;
 
+/* What one kernel does to each tensor: acc[tensor index] gets ACC_LOAD,
+ * ACC_STORE, and ACC_READ_FIRST when it loads before any store (in
+ * instruction order, loop bodies in place; a shifted window loads its
+ * halo too). acc has the program's ntensors entries, zeroed by the caller. */
+enum { ACC_LOAD = 1, ACC_STORE = 2, ACC_READ_FIRST = 4 };
+void cir_access(const CirKernel *k, int *acc);
+
 /* Computes the live ranges of every temp tensor of `p` (the caller frees
  * with cir_liveness_free). */
 void cir_liveness(const CirProgram *p, CirLiveness *out);

@@ -18,6 +18,7 @@
 #include "cake_require.h"
 #include "cir.h"
 #include "interp.h" /* cake_round_dtype */
+#include "live.h"      /* cir_access */
 #include "parser.h" /* token codes of the binary operators */
 
 /* A compile-time constant: an integer (int64, every operation checked) or a
@@ -2653,6 +2654,40 @@ static void check_round_kernels(Sema *s, CirProgram *p) {
   }
 }
 
+/* Does a kernel stage of entry `en` in positions [from, to), or of the
+ * rounds group of stage `at` (its stages run again the next round), do
+ * `what` (ACC_STORE, ACC_LOAD) to tensor t? */
+static int entry_touches(const CirProgram *p, const CirEntry *en, int from, int to, int at, int t, int what) {
+  int *acc = cake_xcalloc((size_t)p->ntensors + 1, sizeof(int)), found = 0;
+  for (int i = 0; i < en->nstages && !found; i++) {
+    const CirKernel *k = en->stages[i];
+    int in_range = i >= from && i < to, in_group = en->group[at] && en->group[i] == en->group[at];
+    if (k->exchange || !(in_range || in_group)) continue;
+    memset(acc, 0, sizeof(int) * (size_t)p->ntensors);
+    cir_access(k, acc);
+    found = (acc[t] & what) != 0;
+  }
+  free(acc);
+  return found;
+}
+
+/* An exchange sends what a stage before it wrote (a temp source: an
+ * earlier stage of the entry, or one of its rounds group) and what it
+ * receives is read after it (a later stage, or one of its group). */
+static void check_entry_exchanges(Sema *s, const CirEntry *en) {
+  const CirProgram *p = s->p;
+  for (int i = 0; i < en->nstages; i++) {
+    const CirKernel *x = en->stages[i];
+    if (!x->exchange) continue;
+    if (x->xsrc->role == ROLE_TEMP && !entry_touches(p, en, 0, i, i, x->xsrc->index, ACC_STORE))
+      ERR(en->loc, "entry '%s' runs exchange '%s', which sends '%s', but no stage before it in the entry writes '%s'",
+          en->name, x->name, x->xsrc->name, x->xsrc->name);
+    if (!entry_touches(p, en, i + 1, en->nstages, i, x->xdst->index, ACC_LOAD))
+      ERR(en->loc, "entry '%s' runs exchange '%s', which fills '%s', but no stage after it in the entry reads '%s'",
+          en->name, x->name, x->xdst->name, x->xdst->name);
+  }
+}
+
 static void check_entry_halos(Sema *s, const CirEntry *en) {
   for (int i = 0; i < en->nstages; i++)
     if (!en->stages[i]->exchange) check_halo_loads(s, en, i, &en->stages[i]->body);
@@ -2749,6 +2784,7 @@ CirProgram *cake_sema(Arena *arena, Diag *diag, const Program *ast, const CirOpt
     y->ptr = en;
     p->entries[p->nentries++] = en;
     check_entry_halos(s, en);
+    check_entry_exchanges(s, en);
   }
   check_round_kernels(s, p);
   if (p->nkernels == 0 && diag->errors == errors0) ERR(ast->name.loc, "program '%s' has no kernels", p->name);

@@ -20,3 +20,9 @@ entry e = later(k)
 // SEND: send_invalid.cake:11:31: error: send_next's destination must have the source's shape and dtype (f32): 'b' has not
 // SEND: send_invalid.cake:12:25: error: send_prev sends the same number of bytes from every rank, but 'c' has an extent of T
 // SEND: send_invalid.cake:13:28: error: send_next takes only its source: `send_next(a)`
+// An exchange sends what no earlier stage wrote, or fills what no later stage reads.
+// RUN: not %cakec %S/Inputs/exchange_order.cake --emit=cir 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: exchange_order.cake:19:7: error: entry 'e1' runs exchange 'g1', which sends 'a', but no stage before it in the entry writes 'a'
+// ORDER: exchange_order.cake:20:7: error: entry 'e2' runs exchange 'g1', which fills 'ga', but no stage after it in the entry reads 'ga'
+// ORDER: exchange_order.cake:21:7: error: entry 'e3' runs exchange 'g2', which sends 'b', but no stage before it in the entry writes 'b'
+// ORDER: exchange_order.cake:21:7: error: entry 'e3' runs exchange 'g2', which fills 'a', but no stage after it in the entry reads 'a'
