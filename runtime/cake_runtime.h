@@ -224,7 +224,11 @@ cake_status cake_plan_comm_bytes(const cake_plan *plan, const char *entry, uint6
  * is) and times in milliseconds. It waits for the last stage's event. An
  * exchange's time includes its wait for the other ranks. In a group whose
  * ranks share one stream the ranks' kernels run one after another, so each
- * rank's stage times are its own. Errors: CAKE_ERR_ARGUMENT for an unknown
+ * rank's stage times are its own, except in a `rounds(...)` group: a stage
+ * of a group is timed from its start in the first round to its end in the
+ * last, so its time spans the group's other stages (and, on a shared
+ * stream, the other ranks' work) in between; a group of no rounds records
+ * 0. Errors: CAKE_ERR_ARGUMENT for an unknown
  * entry or one not launched with timing on since the plan was made. The
  * events are made in the launching context on first use and freed with the
  * plan. */

@@ -49,6 +49,7 @@ typedef struct Walk {
   int at, count, j; /* the block [at, at + count), its next stage j */
   int64_t k, nr;    /* its pass k of nr */
   int grouped;
+  int idle;         /* a group of no rounds: its stages pass once, running nothing (their timing marks only) */
 } Walk;
 
 static void walk_init(Walk *w, const RtEntry *e, int64_t nrounds) {
@@ -57,15 +58,17 @@ static void walk_init(Walk *w, const RtEntry *e, int64_t nrounds) {
   w->nrounds = nrounds;
 }
 
-/* The next stage to run: 1 and *si, *round (-1 outside rounds), *first
- * and *last (its first and last pass); 0 when done. */
-static int walk_next(Walk *w, int *si, int32_t *round, int *first, int *last) {
+/* The next stage: 1 and *si, *round (-1 outside rounds), *first and
+ * *last (its first and last pass), *run (0: a group of no rounds, whose
+ * stages only record their timing marks); 0 when done. */
+static int walk_next(Walk *w, int *si, int32_t *round, int *first, int *last, int *run) {
   for (;;) {
     if (w->j < w->at + w->count && w->k < w->nr) {
       *si = w->j++;
       *round = w->grouped ? (int32_t)w->k : -1;
       *first = w->k == 0;
       *last = w->k == w->nr - 1;
+      *run = !w->idle;
       return 1;
     }
     if (w->count && ++w->k < w->nr) { /* the block again, next round */
@@ -80,6 +83,8 @@ static int walk_next(Walk *w, int *si, int32_t *round, int *first, int *last) {
     w->grouped = g != NULL;
     w->count = g ? g->count : 1;
     w->nr = g ? w->nrounds : 1;
+    w->idle = g && w->nr <= 0;
+    if (w->idle) w->nr = 1;
     w->j = w->at;
     w->k = 0;
   }
@@ -320,10 +325,11 @@ cake_status cake_launch(cake_plan *p, const char *entry, const cake_binding *b, 
   if (s) return s;
   if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
   Walk w;
-  int si, first, last;
+  int si, first, last, run;
   walk_init(&w, r.e, p->nrounds);
-  while (!s && walk_next(&w, &si, &r.round, &first, &last))
-    if (!(s = first ? run_mark(&r, si, 0) : CAKE_OK) && !(s = run_kernel(&r, si)) && last) s = run_mark(&r, si, 1);
+  while (!s && walk_next(&w, &si, &r.round, &first, &last, &run))
+    if (!(s = first ? run_mark(&r, si, 0) : CAKE_OK) && !(s = run ? run_kernel(&r, si) : CAKE_OK) && last)
+      s = run_mark(&r, si, 1);
   if (!s && p->timing) p->stage_timed[r.ei] = 1;
   return s;
 }
@@ -355,11 +361,13 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
                    p->rank);
   if ((s = run_device(&r, b, n, saved)) || (s = run_tables(&r)) || (s = run_timing(&r))) return s;
   Walk w;
-  int si, first, last;
+  int si, first, last, run;
   walk_init(&w, r.e, p->nrounds);
-  while (!s && walk_next(&w, &si, &r.round, &first, &last)) {
+  while (!s && walk_next(&w, &si, &r.round, &first, &last, &run)) {
     if (first && (s = run_mark(&r, si, 0))) break;
-    if (!RT_IS_EXCHANGE(r.e->stages[si])) {
+    if (!run) {
+      /* a group of no rounds: nothing to run */
+    } else if (!RT_IS_EXCHANGE(r.e->stages[si])) {
       s = run_kernel(&r, si);
     } else {
       uint64_t send, recv;
@@ -473,11 +481,16 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
   }
   const RtEntry *e = s ? NULL : runs[0].e; /* the same entry of the same program on every rank */
   Walk w;
-  int si, first, last;
+  int si, first, last, run;
   int32_t round;
   if (e) walk_init(&w, e, plans[0]->nrounds); /* the same partition: the same rounds on every rank */
-  while (e && !s && walk_next(&w, &si, &round, &first, &last)) {
+  while (e && !s && walk_next(&w, &si, &round, &first, &last, &run)) {
     for (int r = 0; r < n; r++) runs[r].round = round;
+    if (!run) { /* a group of no rounds: its marks only */
+      for (int r = 0; r < n && !s; r++)
+        if ((s = run_mark(&runs[r], si, 0)) || (s = run_mark(&runs[r], si, 1))) s = rt_fail(s, "rank %d: %s", r, cake_last_error());
+      continue;
+    }
     if (!RT_IS_EXCHANGE(e->stages[si])) { /* every rank's kernel of this stage, each timed alone */
       for (int r = 0; r < n && !s; r++)
         if ((first && (s = run_mark(&runs[r], si, 0))) || (s = run_kernel(&runs[r], si)) ||

@@ -390,10 +390,21 @@ static cake_status load_args(Ld *L, const JNode *args, cake_program *p, RtStage 
     RtRole role = t >= 0 ? p->tensors[t].role : ROLE_IN_;
     ra->what = A_TENSOR;
     ra->index = t;
-    if (kind == 4) { /* the round of a kernel in rounds (schema 5) */
+    if (kind == 4) { /* the round of a kernel in rounds (schema 5): one i32, beside the fragment table */
+      const JNode *dt = json_get(a, "dtype");
       ra->what = A_ROUND;
       ra->index = -1;
       if (p->ranks_dim < 0) return bad(L, "a round argument needs a dim with role 'ranks'");
+      if (dt && (dt->kind != J_STR || strcmp(dt->str, "i32")))
+        return bad(L, "the round argument '%s' is an i32 (its 'dtype' says otherwise)", name);
+      for (int j = 0; j + 1 < st->nargs; j++)
+        if (st->args[j].what == A_ROUND) return bad(L, "a second round argument '%s'", name);
+      int table = 0;
+      for (int j = 0; j < args->n; j++) {
+        const JNode *o = args->items[j], *on = o->kind == J_OBJ ? json_get(o, "name") : NULL;
+        table |= on && on->kind == J_STR && !strcmp(on->str, "frag_table");
+      }
+      if (!table) return bad(L, "a stage with a round argument takes the 'frag_table' too (its rounds' fragments)");
       continue;
     }
     if (kind == 3) {
@@ -594,6 +605,7 @@ static cake_status load_exchanges(Ld *L, const JNode *pj, cake_program *p) {
       return bad(L, "'dst' '%s' has shape %s; a %s of '%s' needs its shape %s", b->name, decl_shape(p, b, sb, sizeof sb),
                  ops[op], a->name, decl_shape(p, a, sa, sizeof sa));
     }
+    if (src == dst) return bad(L, "'src' and 'dst' are both '%s': an exchange reads one buffer and fills another", a->name);
     RtExchange *rx = &p->exchanges[p->nexchanges++];
     *rx = (RtExchange){NULL, (RtExchangeOp)op, src, dst, 0, 0};
     if ((s = copy_str(L, &rx->name, name))) return s;

@@ -120,6 +120,7 @@ void cake_package_free(cake_package *pkg) {
     for (int j = 0; j < p->nentries; j++) {
       rt_free(al, p->entries[j].name);
       rt_free(al, p->entries[j].stages);
+      rt_free(al, p->entries[j].rounds);
     }
     rt_free(al, p->entries);
     for (int j = 0; j < p->noptions; j++) {

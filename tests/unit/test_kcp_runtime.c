@@ -272,6 +272,101 @@ static void halo_manifests_are_validated(void **st) {
   assert_int_equal(g_count.live, 0);
 }
 
+/* Schema 5: a rounds group (total, nx) and a send_next exchange; per rank
+ * the fragment table's ends() header, the rounds and the comm bytes. */
+#define P5_PROGRAM                                                                                                     \
+  "{'name': 'cum', 'dims': [{'name': 'T', 'role': 'tokens'}, {'name': 'N', 'role': 'docs'},"                          \
+  " {'name': 'chunks', 'role': 'chunks'}, {'name': 'H', 'role': 'size'}, {'name': 'R', 'role': 'ranks'},"             \
+  " {'name': 'F', 'role': 'fragments'}], 'chunk': 64,"                                                                 \
+  " 'tensors': [{'name': 'x', 'role': 'in', 'dtype': 'bf16', 'shape': ['T', 'H']},"                                   \
+  " {'name': 'y', 'role': 'out', 'dtype': 'f32', 'shape': ['T', 'H']},"                                                \
+  " {'name': 'tot', 'role': 'temp', 'dtype': 'f32', 'shape': ['F', 'H'],"                                              \
+  " 'live': [{'entry': 'fwd', 'first': 0, 'last': 2}], 'pinned': false},"                                              \
+  " {'name': 'tot2', 'role': 'temp', 'dtype': 'f32', 'shape': ['F', 'H'],"                                             \
+  " 'live': [{'entry': 'fwd', 'first': 0, 'last': 2}], 'pinned': false}],"                                             \
+  " 'params': [],"                                                                                                     \
+  " 'stages': [{'name': 'total', 'block': [128, 1, 1], 'grid': [{'kind': 'docs'}, {'kind': 'dim', 'name': 'H'}],"     \
+  " 'args': [{'kind': 'buffer', 'name': 'x'}, {'kind': 'workspace', 'name': 'tot'}, {'kind': 'workspace', 'name': 'tot2'}," \
+  " {'kind': 'workspace', 'name': 'frag_table', 'dtype': 'i32'}, {'kind': 'round', 'name': 'round', 'dtype': 'i32'}]," \
+  KCP_KERNEL ","                                                                                                       \
+  " {'name': 'fold', 'block': [128, 1, 1], 'grid': [{'kind': 'docs'}],"                                                \
+  " 'args': [{'kind': 'workspace', 'name': 'tot2'}, {'kind': 'buffer', 'name': 'y'},"                                  \
+  " {'kind': 'workspace', 'name': 'frag_table'}, {'kind': 'workspace', 'name': 'doc_table'}],"                         \
+  KCP_KERNEL "],"                                                                                                      \
+  " 'exchanges': [{'name': 'nx', 'op': 'send_next', 'src': 'tot', 'dst': 'tot2'}],"                                    \
+  " 'entries': [{'name': 'fwd', 'stages': ['total', 'nx', 'fold'], 'rounds': [{'first': 0, 'count': 2, 'reverse': false}]}]}"
+static const char P5[] = "{'schema': 'cake.package', 'schema_version': 5, 'files': [" KCP_FILE "], 'programs': [" P5_PROGRAM "]}";
+
+static void schema5_rounds_and_sends(void **st) {
+  (void)st;
+  cake_package *pkg;
+  assert_int_equal(load_q(P5, &pkg), CAKE_OK);
+  const cake_program *prog;
+  assert_int_equal(cake_package_program(pkg, "cum", &prog), CAKE_OK);
+  assert_int_equal(prog->frag_header, 2);
+  assert_int_equal(prog->entries[0].nrounds, 1);
+  static const int32_t cu[] = {0, 300, 1000, 1100};
+  for (int R = 1; R <= 3; R++)
+    for (int rank = 0; rank < R; rank++) {
+      cake_plan *plan;
+      assert_int_equal(cake_plan_create(prog, &plan), CAKE_OK);
+      assert_int_equal(cake_plan_set_dim(plan, "H", 4), CAKE_OK);
+      assert_int_equal(cake_plan_set_partition(plan, cu, 3, 1100, R, rank, CAKE_LAYOUT_ZIGZAG, 64), CAKE_OK);
+      assert_int_equal(cake_plan_finalize(plan), CAKE_OK);
+      /* the rounds: the most fragments of a document over every rank */
+      int64_t most = 0, count[3] = {0}, F = 0;
+      for (int q = 0; q < R; q++) {
+        cake_fragment fr[16];
+        int64_t n;
+        assert_int_equal(cake_partition(cu, 3, 1100, R, q, CAKE_LAYOUT_ZIGZAG, 64, fr, 16, &n, NULL), CAKE_OK);
+        if (n > F) F = n;
+        for (int64_t f = 0; f < n; f++)
+          if (++count[fr[f].doc] > most) most = count[fr[f].doc];
+      }
+      assert_int_equal(plan->nrounds, most);
+      /* at 6 N: the ends() entries, one per document, after the others; each names its document's last fragment */
+      int64_t N = plan->ndocs, first = plan->frag_table[6 * N], nends = plan->frag_table[6 * N + 1];
+      assert_int_equal(nends, 3);
+      assert_int_equal(plan->frag_ints, 6 * N + 2 + 2 * (first + nends));
+      for (int d = 0; d < 3; d++) {
+        int q = plan->frag_table[6 * N + 2 + 2 * (first + d)], g = plan->frag_table[6 * N + 2 + 2 * (first + d) + 1];
+        cake_fragment fr[16];
+        int64_t n;
+        assert_int_equal(cake_partition(cu, 3, 1100, R, q, CAKE_LAYOUT_ZIGZAG, 64, fr, 16, &n, NULL), CAKE_OK);
+        assert_true(g < n && fr[g].doc == d && !fr[g].continued);
+      }
+      /* send_next in the group: once per round, to the next rank, from the previous */
+      uint64_t sent, recv, one = (uint64_t)F * 4 * 4 * (uint64_t)most;
+      assert_int_equal(cake_plan_comm_bytes(plan, "fwd", &sent, &recv), CAKE_OK);
+      assert_int_equal(sent, rank + 1 < R ? one : 0);
+      assert_int_equal(recv, rank > 0 ? one : 0);
+      cake_plan_free(plan);
+    }
+  cake_package_free(pkg);
+  assert_int_equal(g_count.live, 0);
+  /* what the loader refuses in schema 5 */
+  static const struct {
+    const char *old, *new_, *msg;
+  } bad[] = {
+      {"'dst': 'tot2'", "'dst': 'tot'", "'src' and 'dst' are both 'tot'"},
+      {"'name': 'round', 'dtype': 'i32'", "'name': 'round', 'dtype': 'f64'", "the round argument 'round' is an i32"},
+      {"{'kind': 'workspace', 'name': 'frag_table', 'dtype': 'i32'}, ", "", "takes the 'frag_table' too"},
+      {"'count': 2", "'count': 4", "'count' is 4; expected an integer in [1, 3]"},
+      {"'first': 0, 'count': 2", "'first': 2, 'count': 2", "overlaps another group or passes the 3 stages"},
+      {"'first': 0, 'count': 2", "'first': 0, 'count': 3", "stage 'fold' is in rounds but takes no round argument"},
+      {"'first': 0, 'count': 2", "'first': 1, 'count': 1", "stage 'total' takes a round argument but is not in rounds"},
+      {"'schema_version': 5", "'schema_version': 4", "'round'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pkg = (cake_package *)&g_seq;
+    cake_status s = load_replaced(P5, bad[i].old, bad[i].new_, &pkg);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad[i].msg))
+      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad[i].new_, cake_status_name(s), cake_last_error(), bad[i].msg);
+    assert_null(pkg);
+    assert_int_equal(g_count.live, 0);
+  }
+}
+
 static void kcp_manifests_are_validated(void **st) {
   for (size_t i = 0; i < sizeof bad_kcp / sizeof bad_kcp[0]; i++) {
     cake_package *pkg = (cake_package *)&g_seq;
@@ -723,7 +818,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(stage_timing_refusals),
       cmocka_unit_test(kcp_package_loads),          cmocka_unit_test(kcp_manifests_are_validated),
-      cmocka_unit_test(halo_manifests_are_validated),
+      cmocka_unit_test(halo_manifests_are_validated), cmocka_unit_test(schema5_rounds_and_sends),
       cmocka_unit_test(partitions_set_dims_and_tables), cmocka_unit_test(partition_refusals),
       cmocka_unit_test(partition_out_of_memory),    cmocka_unit_test(launches_are_refused),
   };
