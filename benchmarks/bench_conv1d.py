@@ -21,15 +21,13 @@ writes y (4 B per element), the backward reads x and dy and writes dx (6 B).
     python3 benchmarks/bench_conv1d.py --package PKG --lib LIB --dry-run
 """
 import argparse
-import re
 import json
 import os
 import sys
 import time
-import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, F32, Cake, cu_of, stand_ins  # noqa: E402
+from cakert import BF16, F32, Cake, cu_of, fla_packages, stand_ins  # noqa: E402
 from cakert import tensor as cake_tensor  # noqa: E402
 
 PROGRAM = 'conv1d'
@@ -64,18 +62,7 @@ def tensor_specs(T, D):
 def import_fla_conv(fla_root):
     """fla's causal_conv1d (the Triton autograd function) without fla/__init__.py and
     fla/modules/__init__.py (which pull in the layers and transformers)."""
-    fla_root = os.path.abspath(fla_root)
-    if fla_root not in sys.path:
-        sys.path.insert(0, fla_root)
-    for name in ('fla', 'fla.modules'):
-        if name not in sys.modules:
-            pkg = types.ModuleType(name)
-            pkg.__path__ = [os.path.join(fla_root, *name.split('.'))]
-            sys.modules[name] = pkg
-    if not hasattr(sys.modules['fla'], '__version__'):  # fla.utils imports it from the package
-        with open(os.path.join(fla_root, 'fla', '__init__.py')) as f:
-            m = re.search(r'__version__\s*=\s*["\']([^"\']+)', f.read())
-        sys.modules['fla'].__version__ = m.group(1) if m else '0'
+    fla_packages(fla_root, 'fla.modules')
     from fla.modules.conv.causal_conv1d import causal_conv1d
     return causal_conv1d
 

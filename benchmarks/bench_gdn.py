@@ -37,11 +37,9 @@ import json
 import os
 import sys
 import time
-import types
-import re
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, F32, K, V, Cake, cu_of, shape_name, stand_ins  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, fla_packages, shape_name, stand_ins  # noqa: E402
 from cakert import tensor as cake_tensor  # noqa: E402
 
 PROGRAM = 'gdn_fwd'
@@ -90,19 +88,9 @@ def floors(T, H):
 def import_fla_gdn(fla_root):
     """fla's chunk_gated_delta_rule without fla/__init__.py (which pulls fla.layers, fla.models and so
     transformers); returns (function, fla version)."""
-    fla_root = os.path.abspath(fla_root)
-    if fla_root not in sys.path:
-        sys.path.insert(0, fla_root)
-    init = os.path.join(fla_root, 'fla', '__init__.py')
-    ver = re.search(r'__version__\s*=\s*"([^"]+)"', open(init).read())
-    if 'fla' not in sys.modules:
-        pkg = types.ModuleType('fla')
-        pkg.__path__ = [os.path.join(fla_root, 'fla')]
-        pkg.__file__ = init
-        pkg.__version__ = ver.group(1) if ver else 'unknown'
-        sys.modules['fla'] = pkg
+    ver = fla_packages(fla_root)
     from fla.ops.gated_delta_rule import chunk_gated_delta_rule
-    return chunk_gated_delta_rule, sys.modules['fla'].__version__
+    return chunk_gated_delta_rule, ver
 
 
 def dry_run(args, cake):

@@ -180,6 +180,29 @@ class Cake:
         return Plan(self, h)
 
 
+def fla_packages(fla_root, *names):
+    """Makes fla's source tree at fla_root importable without running the
+    __init__.py of the packages `names` (fla's pulls in its layers, models and
+    transformers): each becomes an empty package over its folder, fla with the
+    tree's __version__. Returns that version."""
+    import types
+    fla_root = os.path.abspath(fla_root)
+    if fla_root not in sys.path:
+        sys.path.insert(0, fla_root)
+    init = os.path.join(fla_root, 'fla', '__init__.py')
+    with open(init) as f:
+        ver = re.search(r'__version__\s*=\s*["\']([^"\']+)', f.read())
+    for name in ('fla',) + tuple(n for n in names if n != 'fla'):
+        if name not in sys.modules:
+            pkg = types.ModuleType(name)
+            pkg.__path__ = [os.path.join(fla_root, *name.split('.'))]
+            pkg.__file__ = os.path.join(pkg.__path__[0], '__init__.py')
+            sys.modules[name] = pkg
+    if not hasattr(sys.modules['fla'], '__version__'):
+        sys.modules['fla'].__version__ = ver.group(1) if ver else 'unknown'
+    return sys.modules['fla'].__version__
+
+
 def load_anchor(path):
     """The anchor harness (fla_bench.py in `path`) as a module."""
     spec = importlib.util.spec_from_file_location('fla_bench', os.path.join(path, 'fla_bench.py'))

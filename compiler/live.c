@@ -25,13 +25,12 @@ static void scan(const CirBlock *b, int *acc) {
 }
 
 /* Does a stage after `s` in the rounds group of stage s store tensor t? */
-static int group_stores(const CirProgram *p, const CirEntry *en, int s, int t, const int *acc, int nt) {
+static int group_stores(const CirEntry *en, int s, int t, const int *acc, int nt) {
   if (!en->group[s]) return 0;
   for (int j = s + 1; j < en->nstages && en->group[j] == en->group[s]; j++) {
     const CirKernel *k = en->stages[j];
     if (k->exchange ? k->xdst->index == t : (acc[(size_t)k->index * (size_t)nt + (size_t)t] & ACC_STORE) != 0) return 1;
   }
-  (void)p;
   return 0;
 }
 
@@ -66,7 +65,7 @@ void cir_liveness(const CirProgram *p, CirLiveness *out) {
           l->first = s;
           /* it expects a value from before the entry, unless a later stage
            * of the same rounds group writes it (a value of the round before) */
-          if ((a[t] & ACC_READ_FIRST) && !group_stores(p, en, s, t, acc, nt)) out->pinned[t] = 1;
+          if ((a[t] & ACC_READ_FIRST) && !group_stores(en, s, t, acc, nt)) out->pinned[t] = 1;
         }
         l->last = s;
       }

@@ -373,10 +373,8 @@ cake_status cake_launch_comm(cake_plan *p, const char *entry, const cake_binding
       uint64_t send, recv;
       size_t bytes;
       const RtExchange *x = run_exchange(&r, si, &send, &recv, &bytes);
-      if (x->op == X_SEND_NEXT || x->op == X_SEND_PREV) { /* to the next (previous) rank; none past the ends: 0 */
-        int step = x->op == X_SEND_NEXT ? 1 : -1, to = p->rank + step, from = p->rank - step;
-        if (to >= p->nranks) to = -1;
-        if (from >= p->nranks) from = -1;
+      int to, from;
+      if (rt_send_peers(x, p->rank, p->nranks, &to, &from)) { /* to the next (previous) rank; none past the ends: 0 */
         if (from < 0) s = rt_memset_zero(recv, bytes, stream);
         if (!s) s = rt_comm_send_recv(comm, send, to, recv, from, bytes, stream);
       } else {
@@ -505,11 +503,10 @@ cake_status cake_launch_group(cake_plan *const *plans, int n, const char *entry,
       if (first) s = run_mark(&runs[r], si, 0);
       if (!s && x->op == X_HALO) s = halo_pack(&runs[r], x, send[r]);
     }
-    if (!s && (x->op == X_SEND_NEXT || x->op == X_SEND_PREV)) { /* to the next (previous) rank; the end's gets 0 */
-      int to[CAKE_MAX_RANKS], from[CAKE_MAX_RANKS], step = x->op == X_SEND_NEXT ? 1 : -1;
+    int to[CAKE_MAX_RANKS], from[CAKE_MAX_RANKS];
+    if (!s && rt_send_peers(x, 0, n, &to[0], &from[0])) { /* to the next (previous) rank; the end's gets 0 */
       for (int r = 0; r < n && !s; r++) {
-        to[r] = r + step >= 0 && r + step < n ? r + step : -1;
-        from[r] = r - step >= 0 && r - step < n ? r - step : -1;
+        rt_send_peers(x, r, n, &to[r], &from[r]);
         if (from[r] < 0) s = rt_memset_zero(recv[r], bytes, st[r]);
       }
       if (!s) s = rt_comm_local_send_recv(comms, n, send, to, recv, from, bytes, st);

@@ -737,10 +737,10 @@ cake_status cake_plan_comm_bytes(const cake_plan *p, const char *entry, uint64_t
     for (int g = 0; g < e->nrounds; g++) /* in a rounds group: once per round */
       if (si >= e->rounds[g].first && si < e->rounds[g].first + e->rounds[g].count) n *= (uint64_t)p->nrounds;
     const RtExchange *x = &p->prog->exchanges[RT_EXCHANGE_INDEX(e->stages[si])];
-    if (x->op == X_SEND_NEXT || x->op == X_SEND_PREV) { /* one neighbour each way, none past the ends */
-      int step = x->op == X_SEND_NEXT ? 1 : -1, to = p->rank + step, from = p->rank - step;
-      out += to >= 0 && to < p->nranks ? n : 0;
-      in += from >= 0 && from < p->nranks ? n : 0;
+    int to, from;
+    if (rt_send_peers(x, p->rank, p->nranks, &to, &from)) { /* one neighbour each way, none past the ends */
+      out += to >= 0 ? n : 0;
+      in += from >= 0 ? n : 0;
       continue;
     }
     out += n;

@@ -307,6 +307,16 @@ void rt_plan_timing_free(cake_plan *plan);
 int64_t rt_extent(const cake_plan *plan, RtExtent e);
 /* What one rank sends in exchange `x`: its source's bytes under a finalized plan. */
 size_t rt_exchange_bytes(const cake_plan *plan, const RtExchange *x);
+/* A point-to-point exchange (send_next, send_prev): whom rank `rank` of R
+ * sends to and receives from, -1 past the first or the last rank; 0 for
+ * another op (then *to and *from are untouched). */
+static inline int rt_send_peers(const RtExchange *x, int rank, int R, int *to, int *from) {
+  if (x->op != X_SEND_NEXT && x->op != X_SEND_PREV) return 0;
+  int step = x->op == X_SEND_NEXT ? 1 : -1;
+  *to = rank + step >= 0 && rank + step < R ? rank + step : -1;
+  *from = rank - step >= 0 && rank - step < R ? rank - step : -1;
+  return 1;
+}
 /* The grid of stage `st` under the plan: each axis within CUDA's range
  * ([0, 2^31) on x, [0, 65535] on y and z), else CAKE_ERR_PLAN. */
 cake_status rt_grid_of(const cake_plan *plan, const RtStage *st, unsigned grid[3]);

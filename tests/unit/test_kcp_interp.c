@@ -475,6 +475,28 @@ static void train_one_rank(const CirProgram *one, const long long *gd, const lon
   assert_int_equal(fixture_run(one, "bwd", &a), 0);
 }
 
+/* The context-parallel variant kcp of the training program `one`, fwd then
+ * bwd on R ranks over the global inputs in[] (indexed as one's tensors);
+ * its outputs gathered into got[] (as one's, each (re)allocated here). */
+static void train_ranks(const CirProgram *one, const CirProgram *kcp, const long long *gd, double *const in[MAXT],
+                        const int32_t *cu, int nd, int R, cake_layout layout, int align, int exact, double *got[MAXT]) {
+  static const char *const both[] = {"fwd", "bwd", NULL};
+  double *g[MAXT] = {0};
+  long long gk[16] = {0};
+  for (int i = 0; i < kcp->ntensors; i++) {
+    const CirTensor *t = kcp->tensors[i];
+    int j = cir_tensor_index(one, t->name);
+    if (t->role == ROLE_IN) g[i] = in[j];
+    else if (t->role == ROLE_OUT) {
+      free(got[j]);
+      g[i] = got[j] = calloc((size_t)cake_interp_numel(one, one->tensors[j], gd) + 1, sizeof(double));
+    }
+  }
+  for (int i = 0; i < kcp->ndims; i++)
+    if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
+  run_ranks(kcp, both, gk, cu, nd, R, layout, align, exact, g);
+}
+
 static void test_kda_train_summary(void **state) {
   (void)state;
   static const int32_t cu[] = {0, 150, 151, 300};
@@ -482,7 +504,6 @@ static void test_kda_train_summary(void **state) {
   const int64_t T = cu[nd];
   static const TrainCase cases[] = {{"softplus", "true", "true", "ckpt"}, {"external", "false", "false", "states"}};
   static const char *const outs[] = {"o", "ht", "dq", "dk", "dv", "dg", "dbeta", "dA_log", "ddt_bias", "dh0"};
-  static const char *const both[] = {"fwd", "bwd", NULL};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const TrainCase *tc = &cases[ci];
     const CirProgram *one = train_program(tc, "none"), *kcp = train_program(tc, "summary");
@@ -504,21 +525,7 @@ static void test_kda_train_summary(void **state) {
     for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
       for (int L = 0; L < 3; L++)
         for (int align = 0; align <= 64; align += 64) {
-          double *g[MAXT] = {0};
-          long long gk[16] = {0};
-          for (int i = 0; i < kcp->ntensors; i++) {
-            const CirTensor *t = kcp->tensors[i];
-            int j = cir_tensor_index(one, t->name);
-            if (t->role == ROLE_IN) g[i] = in[j];
-            else if (t->role == ROLE_OUT) {
-              free(got[j]);
-              long long n = cake_interp_numel(one, one->tensors[j], gd);
-              g[i] = got[j] = calloc((size_t)n + 1, sizeof(double));
-            }
-          }
-          for (int i = 0; i < kcp->ndims; i++)
-            if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
-          run_ranks(kcp, both, gk, cu, nd, ranks[ri], (cake_layout)L, align, 1, g);
+          train_ranks(one, kcp, gd, in, cu, nd, ranks[ri], (cake_layout)L, align, 1, got);
           for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++) {
             int j = cir_tensor_index(one, outs[k]);
             if (j < 0) continue; /* dA_log and ddt_bias: not with the external gate */
@@ -542,18 +549,7 @@ static void test_kda_train_summary(void **state) {
     if (ci == 0) {
       double *r1[MAXT] = {0}, *rk[MAXT] = {0};
       train_one_rank(one, gd, cu64, nd, in, 0, r1);
-      long long gk[16] = {0};
-      for (int i = 0; i < kcp->ndims; i++)
-        if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
-      double *g[MAXT] = {0};
-      for (int i = 0; i < kcp->ntensors; i++) {
-        const CirTensor *t = kcp->tensors[i];
-        int j = cir_tensor_index(one, t->name);
-        if (t->role == ROLE_IN) g[i] = in[j];
-        else if (t->role == ROLE_OUT)
-          g[i] = rk[j] = calloc((size_t)cake_interp_numel(one, one->tensors[j], gd) + 1, sizeof(double));
-      }
-      run_ranks(kcp, both, gk, cu, nd, 4, CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT, 0, 0, g);
+      train_ranks(one, kcp, gd, in, cu, nd, 4, CAKE_LAYOUT_ZIGZAG_PER_DOCUMENT, 0, 0, rk);
       static const char *const carried[] = {"ht", "dh0", "o", "dq"};
       for (int k = 0; k < 4; k++) {
         int j = cir_tensor_index(one, carried[k]);
@@ -627,7 +623,6 @@ static void test_kda_train_exact(void **state) {
   static const TrainCase cases[] = {{"softplus", "true", "true", "ckpt"},
                                     {"safe", "false", "true", "states"},
                                     {"external", "false", "false", "ckpt"}};
-  static const char *const both[] = {"fwd", "bwd", NULL};
   int checked = 0;
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const TrainCase *tc = &cases[ci];
@@ -646,20 +641,7 @@ static void test_kda_train_exact(void **state) {
     static const int ranks[] = {1, 2, 3, 4};
     for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++)
       for (int L = 0; L < 3; L++) {
-        double *g[MAXT] = {0};
-        long long gk[16] = {0};
-        for (int i = 0; i < kcp->ntensors; i++) {
-          const CirTensor *t = kcp->tensors[i];
-          int j = cir_tensor_index(one, t->name);
-          if (t->role == ROLE_IN) g[i] = in[j];
-          else if (t->role == ROLE_OUT) {
-            free(got[j]);
-            g[i] = got[j] = calloc((size_t)cake_interp_numel(one, one->tensors[j], gd) + 1, sizeof(double));
-          }
-        }
-        for (int i = 0; i < kcp->ndims; i++)
-          if (!strcmp(kcp->dims[i].name, "H") || !strcmp(kcp->dims[i].name, "HV")) gk[i] = KH;
-        run_ranks(kcp, both, gk, cu, nd, ranks[ri], (cake_layout)L, 64, 0, g);
+        train_ranks(one, kcp, gd, in, cu, nd, ranks[ri], (cake_layout)L, 64, 0, got);
         for (int i = 0; i < one->ntensors; i++) {
           const CirTensor *t = one->tensors[i];
           if (t->role != ROLE_OUT || !got[i]) continue;

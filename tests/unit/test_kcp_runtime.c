@@ -165,10 +165,26 @@ static void kcp_package_loads(void **st) {
   assert_int_equal(g_count.live, 0);
 }
 
-/* One edit of KCP each, and what the loader must say. */
-static const struct {
+/* One edit of a manifest, and what the loader must say of it. */
+typedef struct Refusal {
   const char *old, *new_, *msg;
-} bad_kcp[] = {
+} Refusal;
+
+/* Each edit of `text` is refused with its message, allocating nothing that stays. */
+static void expect_refusals(const char *text, const Refusal *bad, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    cake_package *pkg = (cake_package *)&g_seq;
+    cake_status s = load_replaced(text, bad[i].old, bad[i].new_, &pkg);
+    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad[i].msg))
+      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad[i].new_, cake_status_name(s), cake_last_error(),
+               bad[i].msg);
+    assert_null(pkg);
+    assert_int_equal(g_count.live, 0);
+  }
+}
+
+/* One edit of KCP each, and what the loader must say. */
+static const Refusal bad_kcp[] = {
     {"'schema_version': 3", "'schema_version': 6", "has schema version 6; this runtime reads versions 2 to 5 (rebuild"},
     {"'op': 'all_gather'", "'op': 'halo', 'before': 3, 'after': 0", "exchange 'gather': a halo exchange needs schema version 4"},
     {"'stages': ['total', 'gather', 'fold']}", "'stages': ['total', 'gather', 'fold'], 'rounds': [{'first': 1, 'count': 1, 'reverse': false}]}",
@@ -231,21 +247,17 @@ static const char HALO_EXCHANGE_AT[] =
     "'exchanges': [{'name': 'hx', 'op': 'halo', 'src': 'x', 'dst': 'xh', 'before': 3, 'after': 0}, ";
 
 /* HALO with the halo added, then `old` replaced by `new_` (none when NULL) */
-static cake_status load_halo(const char *old, const char *new_, cake_package **pkg) {
+/* The KCP manifest with a halo exchange (its text: the caller frees it). */
+static char *halo_text(void) {
   char *a = fixture_replaced(HALO, "'pinned': false}],", HALO_TENSOR);
   char *b = fixture_replaced(a, "'exchanges': [", HALO_EXCHANGE_AT);
   char *c = fixture_replaced(b, "{'name': 'local', 'stages': ['total']}]",
                              "{'name': 'local', 'stages': ['total']}, {'name': 'halo', 'stages': ['hx']}]");
-  char *d = old ? fixture_replaced(c, old, new_) : c;
-  cake_status s = load_json(d, pkg);
-  if (d != c) free(d);
-  free(a), free(b), free(c);
-  return s;
+  free(a), free(b);
+  return c;
 }
 
-static const struct {
-  const char *old, *new_, *msg;
-} bad_halo[] = {
+static const Refusal bad_halo[] = {
     {"'before': 3, 'after': 0", "'before': 0, 'after': 0", "exchange 'hx': a halo of no tokens before and none after"},
     {"'before': 3, 'after': 0", "'before': 65, 'after': 0", "exchange 'hx': 'before' is 65; expected an integer in [0, 64]"},
     {"'before': 3, 'after': 0", "'before': 2, 'after': 0",
@@ -258,17 +270,12 @@ static const struct {
 static void halo_manifests_are_validated(void **st) {
   (void)st;
   cake_package *pkg = NULL;
-  cake_status s = load_halo(NULL, NULL, &pkg);
+  char *text = halo_text();
+  cake_status s = load_json(text, &pkg);
   if (s) fail_msg("the halo manifest: %s", cake_last_error());
   cake_package_free(pkg);
-  for (size_t i = 0; i < sizeof bad_halo / sizeof bad_halo[0]; i++) {
-    pkg = (cake_package *)&g_seq;
-    s = load_halo(bad_halo[i].old, bad_halo[i].new_, &pkg);
-    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad_halo[i].msg))
-      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad_halo[i].new_, cake_status_name(s), cake_last_error(),
-               bad_halo[i].msg);
-    assert_null(pkg);
-  }
+  expect_refusals(text, bad_halo, sizeof bad_halo / sizeof bad_halo[0]);
+  free(text);
   assert_int_equal(g_count.live, 0);
 }
 
@@ -345,9 +352,7 @@ static void schema5_rounds_and_sends(void **st) {
   cake_package_free(pkg);
   assert_int_equal(g_count.live, 0);
   /* what the loader refuses in schema 5 */
-  static const struct {
-    const char *old, *new_, *msg;
-  } bad[] = {
+  static const Refusal bad[] = {
       {"'dst': 'tot2'", "'dst': 'tot'", "'src' and 'dst' are both 'tot'"},
       {"'name': 'round', 'dtype': 'i32'", "'name': 'round', 'dtype': 'f64'", "the round argument 'round' is an i32"},
       {"{'kind': 'workspace', 'name': 'frag_table', 'dtype': 'i32'}, ", "", "takes the 'frag_table' too"},
@@ -357,26 +362,11 @@ static void schema5_rounds_and_sends(void **st) {
       {"'first': 0, 'count': 2", "'first': 1, 'count': 1", "stage 'total' takes a round argument but is not in rounds"},
       {"'schema_version': 5", "'schema_version': 4", "'round'"},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    pkg = (cake_package *)&g_seq;
-    cake_status s = load_replaced(P5, bad[i].old, bad[i].new_, &pkg);
-    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad[i].msg))
-      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad[i].new_, cake_status_name(s), cake_last_error(), bad[i].msg);
-    assert_null(pkg);
-    assert_int_equal(g_count.live, 0);
-  }
+  expect_refusals(P5, bad, sizeof bad / sizeof bad[0]);
 }
 
 static void kcp_manifests_are_validated(void **st) {
-  for (size_t i = 0; i < sizeof bad_kcp / sizeof bad_kcp[0]; i++) {
-    cake_package *pkg = (cake_package *)&g_seq;
-    cake_status s = load_replaced(KCP, bad_kcp[i].old, bad_kcp[i].new_, &pkg);
-    if (s != CAKE_ERR_PACKAGE || !strstr(cake_last_error(), bad_kcp[i].msg))
-      fail_msg("case %zu (%s): %s: %s\n  expected: %s", i, bad_kcp[i].new_, cake_status_name(s), cake_last_error(),
-               bad_kcp[i].msg);
-    assert_null(pkg);
-    assert_int_equal(g_count.live, 0);
-  }
+  expect_refusals(KCP, bad_kcp, sizeof bad_kcp / sizeof bad_kcp[0]);
 }
 
 /* ---- partitions ---- */
