@@ -114,7 +114,7 @@ typedef struct cake_plan cake_plan;
  * option's, a condition over the dims and the device facts, at most 16 per
  * option, the same in every variant of a program): a violation is
  * CAKE_ERR_PACKAGE naming the program, the record and the field.
- * Schema versions 2 and 3 are read. Version 3 adds context-parallel
+ * Version 3 adds context-parallel
  * programs: dims with roles "ranks" and "fragments" (at most one each;
  * fragments needs ranks, and ranks needs a docs dim), the program's
  * "exchanges" (optional; each {name, op "all_gather",
@@ -122,7 +122,15 @@ typedef struct cake_plan cake_plan;
  * src's, src's without a tokens, docs or chunks dim; names unique among
  * stages and exchanges) which entries list among their stages, and the
  * kernel argument {"kind": "workspace", "name": "frag_table"} (a program
- * with a ranks dim; no tensor may take that name). */
+ * with a ranks dim; no tensor may take that name). Version 4 adds halo
+ * exchanges (op "halo", before, after: src a token tensor, dst [F, before
+ * + after] + src's other extents). Version 5 adds send_next and send_prev
+ * (dst of src's shape), an entry's "rounds" ([{first, count, reverse}]:
+ * groups of its stages, in order and disjoint), the kernel argument of kind
+ * "round" (exactly the kernels in rounds take it, with the frag_table), and
+ * the fragment table's ends() header (see cake_plan_set_partition); an
+ * exchange's src and dst are two different tensors. Versions 2 to 5 are
+ * read. */
 cake_status cake_package_load(const char *dir, const cake_allocator *alloc, cake_package **out);
 void cake_package_free(cake_package *pkg);
 /* The program `name`; an error when the package holds several variants of it. */
@@ -207,9 +215,11 @@ int64_t cake_plan_chunk_count(const cake_plan *plan); /* -1 unless finalized */
 cake_status cake_plan_workspace_bytes(const cake_plan *plan, size_t *bytes);
 cake_status cake_plan_saved_bytes(const cake_plan *plan, size_t *bytes);
 /* What one rank of a context-parallel plan (finalized) sends and receives
- * in the exchanges of `entry`, in bytes: an all_gather sends its source
- * once and receives the other R - 1 ranks' (the manifest's "bytes" of each
- * exchange gives the first as a formula of the dims; an exchange in a
+ * in the exchanges of `entry`, in bytes: an all_gather (or a halo) sends
+ * its part once and receives the other R - 1 ranks'; send_next and
+ * send_prev send it once unless the rank is the last (first) and receive
+ * it once unless it is the first (last) (the manifest's "bytes" of each
+ * exchange gives the part as a formula of the dims; an exchange in a
  * `rounds(...)` group counts once per round). 0 and 0 for an entry
  * without exchanges; CAKE_ERR_ARGUMENT for an unknown entry or a NULL
  * result pointer. */
@@ -418,16 +428,21 @@ cake_status cake_plan_set_partition(cake_plan *plan, const int32_t *cu_seqlens, 
                                     int32_t rank, cake_layout layout, int32_t align);
 
 /* Launches of context-parallel entries. Each rank runs the entry's stages
- * in order; a kernel stage as cake_launch does (the same checks, tables and
- * launch), an exchange stage as an all-gather of its src temp into its dst
- * temp (both in the rank's workspace; dst[r] = rank r's src). Every rank's
+ * in order (a rounds group's stages as a block once per round); a kernel
+ * stage as cake_launch does (the same checks, tables and launch), an
+ * exchange stage as an all-gather of its src temp into its dst temp (both
+ * in the rank's workspace; dst[r] = rank r's src), a halo's all-gather of
+ * the fragments' edge tokens staged in the workspace, or for send_next
+ * (send_prev) a send of src to rank r + 1 (r - 1) and a receive into dst
+ * from r - 1 (r + 1), the first (last) rank's dst zeroed. Every rank's
  * plan must come from the same partition (cake_plan_set_partition with the
  * same cu_seqlens, T, R, layout and align) and have the same dims apart
  * from its tokens and documents: the exchanged sizes are the same.
  *
  * cake_launch_comm: rank `plan`'s rank of an NCCL communicator (each
  * process or thread launches its own rank); the exchanges are NCCL
- * all-gathers on `stream` (stream order, no host synchronisation). The
+ * all-gathers, or sends and receives, on `stream` (stream order, no host
+ * synchronisation). The
  * communicator's size must be the plan's R and its rank the plan's rank; a
  * member of an in-process group, or a program without a ranks dim, is
  * CAKE_ERR_ARGUMENT. Other ranks' plans cannot be checked from here: they
@@ -441,7 +456,7 @@ cake_status cake_plan_set_partition(cake_plan *plan, const int32_t *cu_seqlens, 
  * the default stream), comms the group's n members in rank order. It runs
  * the entry stage by stage across the ranks in lockstep: every rank's
  * kernel of a stage (rank r's on streams[r]), then at an exchange one
- * all-gather over all ranks (rt's stream-ordered copies; see the
+ * all-gather, or the sends, over all ranks (rt's stream-ordered copies; see the
  * communicators). Everything is checked before anything is launched: the
  * same program (and variant, of the same package) on every rank, a ranks
  * dim, every plan finalized, plans[r] partitioned as rank r of R = n, all
