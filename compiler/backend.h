@@ -53,6 +53,11 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
 /* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target. */
 int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb);
 
+/* Text that determines what backend_compile generates for `target` (its
+ * PTX target, limits and path's features): targets with the same text get
+ * the same PTX. */
+void backend_lowering_key(const char *target, Buf *out);
+
 /* Whether this ptxas can make a cubin for `target` (asked once per backend;
  * ask before forking workers so that they inherit the answer). */
 int backend_can_assemble(Backend *be, const char *target);

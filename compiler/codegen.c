@@ -148,7 +148,12 @@ int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKern
   buf_puts(&t, text);
   buf_printf(&t, "emit %s\n", g->emit >= EMIT_CUBIN ? "cubin" : g->emit == EMIT_PTX ? "ptx" : "text");
   if (g->cache_dir) buf_printf(&t, "build %s\nptxas %s\n", cake_build_id(), backend_ptxas_version(g->be));
-  char key[65];
+  /* targets that see the same lowering share the generated PTX: the text
+   * covers the target as the lowering sees it; the key adds the chip that
+   * ptxas assembles for */
+  char lkey[65], key[65];
+  sha256_hex(t.data, t.len, lkey);
+  buf_printf(&t, "assemble %s\n", target);
   sha256_hex(t.data, t.len, key);
   buf_free(&t);
   g->requests++;
@@ -161,6 +166,7 @@ int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKern
   CodegenUnit *u = &g->units[g->nunits];
   memset(u, 0, sizeof *u);
   memcpy(u->key, key, sizeof key);
+  memcpy(u->lkey, lkey, sizeof lkey);
   u->p = p;
   u->k = k;
   u->abi = abi;
@@ -188,12 +194,28 @@ static int by_size(const void *a, const void *b) {
   return x->unit - y->unit;
 }
 
+/* Sort units (indices) largest first: by the PTX when there is one (ptxas'
+ * work; `lowered` maps a unit to the one that holds its PTX), else by the
+ * request text (the lowering's). */
+static void order_by_size(const Codegen *g, int *units, int n, const int *lowered) {
+  SizedUnit *order = malloc(sizeof *order * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
+    const CodegenUnit *u = &g->units[lowered ? lowered[units[i]] : units[i]];
+    order[i] = (SizedUnit){u->kb.ptx ? strlen(u->kb.ptx) : u->size, units[i]};
+  }
+  qsort(order, (size_t)n, sizeof *order, by_size);
+  for (int i = 0; i < n; i++) units[i] = order[i].unit;
+  free(order);
+}
+
 typedef struct UnitWork {
   Codegen *g;
-  const int *todo; /* unit index per task */
+  const int *todo;    /* unit index per task */
+  const int *lowered; /* per unit: the unit that holds its lowering (-1: none) */
 } UnitWork;
 
-static void unit_task(void *ctx, int i, Buf *out) {
+/* Lowering: MLIR, LLVM and PTX of a unit (no cubin). */
+static void lower_task(void *ctx, int i, Buf *out) {
   UnitWork *w = ctx;
   const CodegenUnit *u = &w->g->units[w->todo[i]];
   Arena arena;
@@ -203,16 +225,35 @@ static void unit_task(void *ctx, int i, Buf *out) {
   KernelBinary kb;
   EmitKind stop = w->g->emit < EMIT_PTX ? w->g->emit : EMIT_PTX;
   int rc = backend_compile(w->g->be, &arena, &d, u->p, u->k, u->abi, u->target, u->symbol, stop, &kb);
+  put_unit(out, rc ? (d.errors ? d.errors : 1) : 0, d.out.data ? d.out.data : "", &kb, NULL, 1);
+  kernel_binary_free(&kb);
+  diag_free(&d);
+  arena_free(&arena);
+}
+
+/* Assembly: a copy of the lowered unit's PTX given to ptxas for this unit's
+ * target. Only the unit that was lowered keeps the lowering's times. */
+static void assemble_task(void *ctx, int i, Buf *out) {
+  UnitWork *w = ctx;
+  int ui = w->todo[i], li = w->lowered[ui];
+  const CodegenUnit *u = &w->g->units[ui];
+  Diag d;
+  diag_init(&d, 1 << 30);
+  KernelBinary kb;
+  codegen_copy(w->g, li, &kb);
+  kb.target = u->target;
+  kb.ptx_target = backend_ptx_target(u->target);
+  if (li != ui) kb.seconds[0] = kb.seconds[1] = 0;
+  kb.seconds[2] = 0;
   /* ptxas may be given a changed PTX (see backend_assemble); the names
    * derive from the PTX as generated */
-  char *generated = rc == 0 ? strdup(kb.ptx) : NULL;
-  if (rc == 0 && w->g->emit >= EMIT_CUBIN) rc = backend_assemble(w->g->be, &d, &kb);
-  int same = !generated || !kb.ptx || !strcmp(generated, kb.ptx);
+  char *generated = strdup(kb.ptx);
+  int rc = backend_assemble(w->g->be, &d, &kb);
+  int same = !kb.ptx || !strcmp(generated, kb.ptx);
   put_unit(out, rc ? (d.errors ? d.errors : 1) : 0, d.out.data ? d.out.data : "", &kb, same ? NULL : generated, 1);
   free(generated);
   kernel_binary_free(&kb);
   diag_free(&d);
-  arena_free(&arena);
 }
 
 static void note_cache_trouble(Codegen *g, Buf *notes, const char *why) {
@@ -273,28 +314,80 @@ void codegen_run(Codegen *g, Buf *notes) {
     }
     todo[ntodo++] = i;
   }
-  SizedUnit *order = malloc(sizeof *order * (size_t)(ntodo + 1));
-  for (int i = 0; i < ntodo; i++) order[i] = (SizedUnit){g->units[todo[i]].size, todo[i]};
-  qsort(order, (size_t)ntodo, sizeof *order, by_size);
-  for (int i = 0; i < ntodo; i++) todo[i] = order[i].unit;
-  free(order);
+  /* one lowering per lowering key among the units to compile */
+  int *lowered = malloc(sizeof(int) * (size_t)(g->nunits + 1));
+  int *lower = malloc(sizeof(int) * (size_t)(ntodo + 1));
+  int nlower = 0;
+  for (int i = 0; i < g->nunits; i++) lowered[i] = -1;
+  for (int t = 0; t < ntodo; t++) {
+    int ui = todo[t];
+    for (int l = 0; l < nlower && lowered[ui] < 0; l++)
+      if (!strcmp(g->units[lower[l]].lkey, g->units[ui].lkey)) lowered[ui] = lower[l];
+    if (lowered[ui] < 0) lowered[ui] = lower[nlower++] = ui;
+  }
+  g->lowerings += nlower;
+  order_by_size(g, lower, nlower, NULL);
   /* learned here, inherited by the workers */
   if (g->emit >= EMIT_CUBIN)
     for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);
   Buf *out = calloc((size_t)ntodo + 1, sizeof(Buf));
   int *died = calloc((size_t)ntodo + 1, sizeof(int));
-  UnitWork w = {g, todo};
-  jobs_run(g->jobs, ntodo, unit_task, &w, out, died);
-  for (int t = 0; t < ntodo; t++) {
-    CodegenUnit *u = &g->units[todo[t]];
-    if (died[t] || get_unit(u, out[t].data, out[t].len) != 0) {
+  UnitWork w = {g, lower, lowered};
+  jobs_run(g->jobs, nlower, lower_task, &w, out, died);
+  for (int l = 0; l < nlower; l++) {
+    CodegenUnit *u = &g->units[lower[l]];
+    if (died[l] || get_unit(u, out[l].data, out[l].len) != 0) {
       char what[600];
       snprintf(what, sizeof what, "code generation of kernel '%s' for %s", u->k->name, u->target);
       u->errors = 1;
       u->diag = died_message(what);
     }
-    buf_free(&out[t]);
+    buf_free(&out[l]);
+    died[l] = 0;
     label(u);
+  }
+  /* the others share their lowering's result or failure */
+  int *assemble = malloc(sizeof(int) * (size_t)(ntodo + 1));
+  int nasm = 0;
+  for (int t = 0; t < ntodo; t++) {
+    CodegenUnit *u = &g->units[todo[t]], *l = &g->units[lowered[todo[t]]];
+    if (l->errors) {
+      if (u != l) {
+        u->errors = l->errors;
+        u->diag = strdup(l->diag ? l->diag : "");
+        label(u);
+      }
+    } else if (g->emit >= EMIT_CUBIN) {
+      assemble[nasm++] = todo[t];
+    } else if (u != l) {
+      codegen_copy(g, lowered[todo[t]], &u->kb);
+      free(u->kb.symbol);
+      u->kb.seconds[0] = u->kb.seconds[1] = 0;
+      label(u);
+    }
+  }
+  if (nasm) {
+    order_by_size(g, assemble, nasm, lowered);
+    w.todo = assemble;
+    jobs_run(g->jobs, nasm, assemble_task, &w, out, died);
+    for (int t = 0; t < nasm; t++) {
+      CodegenUnit *u = &g->units[assemble[t]];
+      kernel_binary_free(&u->kb); /* a lowered unit's result: the record holds it again */
+      if (died[t] || get_unit(u, out[t].data, out[t].len) != 0) {
+        char what[600];
+        snprintf(what, sizeof what, "assembly of kernel '%s' for %s", u->k->name, u->target);
+        u->errors = 1;
+        u->diag = died_message(what);
+      }
+      buf_free(&out[t]);
+      label(u);
+    }
+  }
+  free(assemble);
+  free(lower);
+  free(lowered);
+  for (int t = 0; t < ntodo; t++) {
+    CodegenUnit *u = &g->units[todo[t]];
     for (int s = 0; s < 3; s++) g->seconds[s] += u->kb.seconds[s];
     if (g->cache_dir && !u->errors) {
       Buf rec, why;
@@ -380,9 +473,9 @@ void codegen_fatbins(Codegen *g, FatbinJob *jobs, int n) {
 
 void codegen_report(const Codegen *g, Buf *notes) {
   buf_printf(notes,
-             "cakec: time: %d kernel compilations in %d units (%d from the cache), %d jobs: "
+             "cakec: time: %d kernel compilations in %d units (%d from the cache, lowered to PTX: %d), %d jobs: "
              "%.2f s elapsed for the units (CPU: MLIR %.2f s, LLVM + NVPTX %.2f s, ptxas %.2f s), "
              "%.2f s for the fatbins (CPU: fatbinary %.2f s)\n",
-             g->requests, g->nunits, g->cache_hits, g->jobs, g->wall[0], g->seconds[0], g->seconds[1], g->seconds[2],
-             g->wall[1], g->seconds[3]);
+             g->requests, g->nunits, g->cache_hits, g->lowerings, g->jobs, g->wall[0], g->seconds[0], g->seconds[1],
+             g->seconds[2], g->wall[1], g->seconds[3]);
 }

@@ -6,10 +6,14 @@
  * the target, the code generation options, the compiler version: the digest
  * text without the variant name). Requests with the same text share one
  * unit, compiled once, under a placeholder symbol (the driver names each
- * copy afterwards, so sharing changes no byte of the output). codegen_run()
- * then takes each unit from the cache when one is set and holds it, and
- * compiles the others in `jobs` worker processes (backend_compile, then
- * ptxas when cubins are wanted), and stores them in the cache. Fatbins are
+ * copy afterwards, so sharing changes no byte of the output). A unit is one
+ * target's; units whose request texts are equal but for the target (the
+ * target enters the text as what the lowering sees of it) share the
+ * lowering. codegen_run() takes each unit from the cache when one is set
+ * and holds it, lowers the others to PTX in `jobs` worker processes
+ * (backend_compile, once per lowering), then, when cubins are wanted, runs
+ * ptxas on that PTX for each unit's target in the same way, and stores the
+ * units in the cache. Fatbins are
  * made in parallel the same way by codegen_fatbins(). Results are indexed
  * by unit and job, never by completion order. Cache trouble is a warning in
  * `notes`, never an error.
@@ -20,7 +24,8 @@
 #include "backend.h"
 
 typedef struct CodegenUnit {
-  char key[65];           /* sha256 of the request text (+ ptxas version with a cache) */
+  char key[65];           /* sha256 of the request text and target (+ ptxas version with a cache) */
+  char lkey[65];          /* sha256 of the request text: units with the same one share the PTX */
   const CirProgram *p;    /* the first request's program and kernel */
   const CirKernel *k;
   const KernelAbi *abi;
@@ -51,6 +56,7 @@ typedef struct Codegen {
   CodegenUnit *units;
   int nunits, cap, requests;
   int cache_hits, cache_corrupt, cache_warned;
+  int lowerings;          /* units lowered to PTX (the others took a lowered unit's PTX) */
   double seconds[4];      /* CPU time summed over the units compiled: MLIR, LLVM + NVPTX, ptxas; fatbinary */
   double wall[2];         /* elapsed: units, fatbins */
 } Codegen;

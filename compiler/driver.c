@@ -402,10 +402,13 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
  * the tensors it touches with their shapes in dim names, its tables, the
  * dims and params it reads) and its body, so variants whose programs differ
  * elsewhere (other dims, tensors or kernels) share the unit, its name and
- * its files. */
+ * its files. The target enters as what the lowering sees of it, so targets
+ * that get the same PTX share the kernel's name too (each has its own
+ * cubin file). */
 static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target) {
-  buf_printf(o, "%s\ntarget %s\noptions %s\nprogram %s chunk %d\n", cake_version(), target, CAKE_CODEGEN_OPTIONS,
-             p->name, p->chunk);
+  buf_printf(o, "%s\ntarget ", cake_version());
+  backend_lowering_key(target, o);
+  buf_printf(o, "\noptions %s\nprogram %s chunk %d\n", CAKE_CODEGEN_OPTIONS, p->name, p->chunk);
   for (int i = 0; i < abi->nargs; i++) {
     const KernelArg *a = &abi->args[i];
     buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));

@@ -200,6 +200,12 @@ static int ptxas_query(Backend *be, const char *arch, const char *arg, Buf *log)
   return rc;
 }
 
+void backend_lowering_key(const char *target, Buf *out) {
+  const Target *t = target_get(target);
+  if (t) target_lowering_key(t, out);
+  else buf_printf(out, "unknown %s", target);
+}
+
 int backend_can_assemble(Backend *be, const char *target) {
   /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked */
   if (strcmp(target, "sm_107a") != 0) return 1;
@@ -461,8 +467,8 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   MlirOperation mop = mlirModuleGetOperation(mod);
   mlirOperationSetDiscardableAttributeByName(mop, mlirStringRefCreateFromCString("gpu.container_module"),
                                              mlirUnitAttrGet(be->ctx));
-  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, target_get(target), symbol,
-                        &out->shared_bytes);
+  Target view = target_lowering_view(target_get(target));
+  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, &view, symbol, &out->shared_bytes);
   if (rc) goto fail;
   if (!mlirOperationVerify(mop)) {
     diag_plain(diag, "internal error: the MLIR built for kernel '%s' does not verify", k->name);

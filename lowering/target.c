@@ -9,9 +9,11 @@
 static const Target targets[] = {
     {"sm_90a", "sm_90a", 232448, 233472, 1024, 65536, 255,
      PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_WGMMA | TF_SETMAXNREG, "portable", ""},
-    {"sm_100a", "sm_100a", 232448, 233472, 1024, 65536, 255,
+    /* the portable path uses no feature beyond the sm_100f family's: sm_100a
+     * and sm_103a kernels are the family's PTX, assembled for each chip */
+    {"sm_100a", "sm_100f", 232448, 233472, 1024, 65536, 255,
      PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_SETMAXNREG | TF_TCGEN05, "portable", ""},
-    {"sm_103a", "sm_103a", 232448, 233472, 1024, 65536, 255,
+    {"sm_103a", "sm_100f", 232448, 233472, 1024, 65536, 255,
      PORTABLE | TF_BULK_TENSOR | TF_CLUSTERS | TF_MULTICAST | TF_SETMAXNREG | TF_TCGEN05, "portable", ""},
     /* LLVM 22 and ptxas 13.0 know the sm_100f family, not this chip: its
      * kernels are the family's PTX, and its limits are taken as the family's */
@@ -28,6 +30,26 @@ const Target *target_get(const char *name) {
 const Target *target_all(int *n) {
   *n = (int)(sizeof targets / sizeof targets[0]);
   return targets;
+}
+
+unsigned target_path_features(const char *path) {
+  /* the portable path: warp-level tensor cores, ldmatrix, cp.async */
+  if (path && !strcmp(path, "portable")) return PORTABLE;
+  return 0;
+}
+
+Target target_lowering_view(const Target *t) {
+  Target v = *t;
+  v.name = t->ptx_target;
+  v.features &= target_path_features(t->path);
+  v.remark = "";
+  return v;
+}
+
+void target_lowering_key(const Target *t, Buf *out) {
+  Target v = target_lowering_view(t);
+  buf_printf(out, "ptx %s path %s smem %d %d %d regs %d %d features %#x", v.ptx_target, v.path, v.smem_per_block,
+             v.smem_per_sm, v.smem_reserved, v.regs_per_sm, v.max_regs_per_thread, v.features);
 }
 
 const char *target_names(void) { return "sm_90a, sm_100a, sm_103a, sm_107a"; }

@@ -9,6 +9,13 @@
  * the portable path (warp-level mma.sync tensor cores and cp.async copies);
  * the features beyond it are declared so that faster paths can test for
  * them.
+ *
+ * Kernels are generated per PTX target and assembled per chip. The lowering
+ * sees a target only through target_lowering_view(): its PTX target, its
+ * limits and the features its path may use. Targets with the same view
+ * (target_lowering_key) get the same PTX, which is generated once and
+ * given to ptxas for each of them: on the portable path sm_100a, sm_103a
+ * and sm_107a share the sm_100f family's PTX.
  */
 #ifndef CAKE_TARGET_H
 #define CAKE_TARGET_H
@@ -44,6 +51,14 @@ typedef struct Target {
 const Target *target_get(const char *name);
 /* Every known target, in --arch's default order; *n gets the count. */
 const Target *target_all(int *n);
+/* The features the code-generation path `path` may use (0: unknown path). */
+unsigned target_path_features(const char *path);
+/* What the lowering sees of `t`: the PTX target as its name, the limits, and
+ * only the features of its path. */
+Target target_lowering_view(const Target *t);
+/* Text that covers every field of the lowering view: targets with the same
+ * key get the same generated code. */
+void target_lowering_key(const Target *t, Buf *out);
 /* "sm_90a, sm_100a, ..." */
 const char *target_names(void);
 /* A table of the targets (name, PTX target, limits, features, path), as text. */

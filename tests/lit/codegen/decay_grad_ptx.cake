@@ -39,7 +39,7 @@ kernel total over (h in H) {
 entry bwd = grads, odd, total
 // CHECK-LABEL: // ---- kernel decay_grad_ptx_grads_{{[0-9a-f]+}}
 // SM90: .target sm_90a
-// SM100: .target sm_100a
+// SM100: .target sm_100f
 // CHECK: ex2.approx.ftz.f32
 // bf16x3 off the diagonal blocks: x' hi and lo (the only transposed loads),
 // then three mma.sync per n8 tile and step, chained through the accumulators:

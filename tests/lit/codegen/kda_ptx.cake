@@ -6,8 +6,8 @@
 // RUN: %cakec %specs/kda/kda_fwd.cake --emit=ptx --arch=sm_107a --option gate=safe --option qk_norm=true --option beta_logits=true | FileCheck %s --check-prefixes=CHECK,SM107
 // CHECK-LABEL: // ---- kernel kda_fwd_prep_{{[0-9a-f]+}} ({{sm_[0-9a-z]+}}, stage prep of kda_fwd gate=
 // SM90: .target sm_90a
-// SM100: .target sm_100a
-// SM103: .target sm_103a
+// SM100: .target sm_100f
+// SM103: .target sm_100f
 // SM107: .target sm_100f
 // CHECK: .maxntid 256, 1, 1
 // SM90-DAG: cp.async.cg.shared.global
