@@ -372,7 +372,11 @@ void codegen_run(Codegen *g, Buf *notes) {
     jobs_run(g->jobs, nasm, assemble_task, &w, out, died);
     for (int t = 0; t < nasm; t++) {
       CodegenUnit *u = &g->units[assemble[t]];
-      kernel_binary_free(&u->kb); /* a lowered unit's result: the record holds it again */
+      /* a lowered unit's result: the record holds it again */
+      kernel_binary_free(&u->kb);
+      free(u->diag);
+      free(u->ptx_generated);
+      u->diag = u->ptx_generated = NULL;
       if (died[t] || get_unit(u, out[t].data, out[t].len) != 0) {
         char what[600];
         snprintf(what, sizeof what, "assembly of kernel '%s' for %s", u->k->name, u->target);
