@@ -213,6 +213,14 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
       }
     }
     if (home_of(L, in)->async_mode == ASYNC_HOIST) home_of(L, in)->start = 0;
+    /* a value a matmul's epilogue writes is written while the matmul runs:
+     * some warps store their tiles while others still read the operands and
+     * the staged copies, so it must not share their memory */
+    Home *eh = home_of(L, in);
+    if (eh->kind == H_SMEM && eh->epilogue && cake_ops[eh->epilogue->op].kind == OK_DOT) {
+      int q = L->pos[eh->epilogue->id];
+      if (q < eh->start) eh->start = q;
+    }
   }
   /* A scan's result is its carry's buffer (it has none of its own): the
    * carry stays live through the result's last read. */
@@ -657,9 +665,16 @@ static void trace_plan(LK *L, const Plan *P, const Buf1 *bufs, int n) {
   for (int i = 0; i < L->nids; i++) {
     const Home *h = &L->homes[i];
     const CirInst *in = P->all[i];
-    if (!in || h->kind != H_SMEM || in->op == OP_FORRES) continue;
-    fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i, cake_ops[in->op].spelling,
-            dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start, h->end, in->loc.line);
+    if (!in) continue;
+    if (h->kind == H_SMEM && in->op != OP_FORRES)
+      fprintf(stderr, "  %%%d %-14s %s %4dx%-4d %7d B x%d at %6d live %d..%d  (line %d)\n", i,
+              cake_ops[in->op].spelling, dtype_name(h->sdt), h->rows, h->cols, h->bytes, h->nbufs, h->offset, h->start,
+              h->end, in->loc.line);
+    /* the instruction's own scratch (staged operands), live where it runs */
+    for (int k = 0; k < n; k++)
+      if (bufs[k].id == i && bufs[k].out != &L->homes[i].offset)
+        fprintf(stderr, "  %%%d %-14s %s %17d B x1 at %6d live %d..%d  (line %d)\n", i, "(stage)", "   ", bufs[k].size,
+                *bufs[k].out, bufs[k].start, bufs[k].end, in->loc.line);
   }
 }
 
