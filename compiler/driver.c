@@ -5,16 +5,16 @@
  * specs' text, the options and the compiler version only: programs are
  * listed by name whatever the order of the specs, files by path, and files
  * and directories get fixed modes (0644, 0755) whatever the umask. Kernel
- * names are <program>_<stage>_<digest>, the digest being the first 20 hex
- * digits of the sha256 of the kernel's CIR (with the program's
- * declarations), the target, the code generation options, the compiler
- * version and the PTX generated for it.
+ * names are <stage>_<digest>, the digest being the first 20 hex digits of
+ * the sha256 of the kernel's CIR and arguments (not the program's name), the
+ * target, the code generation options, the compiler version and the PTX
+ * generated for it.
  *
  * Internal errors (cake_die: a compiler bug, or out of memory) are caught
  * here: cake_compile returns 3 with the message in its diagnostics.
  *
  * Speed: every (kernel, target) of every program is handed to codegen.c
- * first, which compiles kernels shared by several variants once, takes
+ * first, which compiles kernels shared by several variants (or programs) once, takes
  * units from the cache when one is set, and runs the rest in parallel
  * jobs; the package is then assembled here in a fixed order, so the output
  * does not depend on the number of jobs or on the cache. */
@@ -402,13 +402,15 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
  * the tensors it touches with their shapes in dim names, its tables, the
  * dims and params it reads) and its body, so variants whose programs differ
  * elsewhere (other dims, tensors or kernels) share the unit, its name and
- * its files. The target enters as what the lowering sees of it, so targets
- * that get the same PTX share the kernel's name too (each has its own
- * cubin file). */
+ * its files. The program's name is not in it: programs that hold the same
+ * kernel (a training program's forward stages and the forward program's)
+ * share it as variants do. The target enters as what the lowering sees of
+ * it, so targets that get the same PTX share the kernel's name too (each
+ * has its own cubin file). */
 static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target) {
   buf_printf(o, "%s\ntarget ", cake_version());
   backend_lowering_key(target, o);
-  buf_printf(o, "\noptions %s\nprogram %s chunk %d\n", CAKE_CODEGEN_OPTIONS, p->name, p->chunk);
+  buf_printf(o, "\noptions %s\nchunk %d\n", CAKE_CODEGEN_OPTIONS, p->chunk);
   for (int i = 0; i < abi->nargs; i++) {
     const KernelArg *a = &abi->args[i];
     buf_printf(o, "arg %d %s %s %s", (int)a->what, a->kind, a->name, dtype_name(a->dtype));
@@ -593,9 +595,10 @@ static void plan_program(Compilation *c, const CirProgram *p, ProgramPlan *pl) {
       if (!ok) continue;
       /* generated with a placeholder name; the digest then covers the
        * generated PTX too, so a change in code generation renames the
-       * kernel even when the spec is unchanged */
+       * kernel even when the spec is unchanged. The name is the stage's and
+       * the digest: a kernel that several programs hold has one name. */
       char symbol[512];
-      snprintf(symbol, sizeof symbol, "%s_%s_%s", p->name, k->name, DIGEST_PLACEHOLDER);
+      snprintf(symbol, sizeof symbol, "%s_%s", k->name, DIGEST_PLACEHOLDER);
       Buf t;
       buf_init(&t);
       digest_text(&t, p, k, &pl->abis[ki], c->archs[ti]);
@@ -735,6 +738,9 @@ static int compile_program(Compilation *c, const CirProgram *p, const ProgramPla
         size_t n = strlen("_" DIGEST_PLACEHOLDER);
         for (char *q = strstr(text, "_" DIGEST_PLACEHOLDER); q; q = strstr(q, "_" DIGEST_PLACEHOLDER))
           memmove(q, q + n, strlen(q + n) + 1);
+        /* A unit that several programs share was lowered for the first of
+         * them in this order, and its messages point into that program's
+         * spec: the one that fails (and stops the build) first. */
         merge_diag(&c->diag, text, c->cg.units[u].errors);
         free(text);
         rc = 1;

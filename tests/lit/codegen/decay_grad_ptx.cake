@@ -37,7 +37,7 @@ kernel total over (h in H) {
   store tot[h, :] = S
 }
 entry bwd = grads, odd, total
-// CHECK-LABEL: // ---- kernel decay_grad_ptx_grads_{{[0-9a-f]+}}
+// CHECK-LABEL: // ---- kernel grads_{{[0-9a-f]+}}
 // SM90: .target sm_90a
 // SM100: .target sm_100f
 // CHECK: ex2.approx.ftz.f32
@@ -62,10 +62,10 @@ entry bwd = grads, odd, total
 // CHECK-NEXT: {[[BH]], {{.*}}},
 // CHECK-NEXT: {[[D2]], {{.*}}};
 // the element path (K = 24): no tensor cores
-// CHECK-LABEL: // ---- kernel decay_grad_ptx_odd_{{[0-9a-f]+}}
+// CHECK-LABEL: // ---- kernel odd_{{[0-9a-f]+}}
 // CHECK-NOT: mma.sync
 // CHECK: ex2.approx.ftz.f32
 // CHECK-NOT: mma.sync
-// CHECK-LABEL: // ---- kernel decay_grad_ptx_total_{{[0-9a-f]+}}
+// CHECK-LABEL: // ---- kernel total_{{[0-9a-f]+}}
 // CHECK: .maxntid 128, 1, 1
 // CHECK: bra

@@ -21,24 +21,24 @@ kernel stored over (c in chunks, h in H) {
   store o2[c, h, :] = D * 0.5
 }
 entry fwd = fused, stored
-// CHECK-LABEL: // ---- kernel decay_ptx_fused_
+// CHECK-LABEL: // ---- kernel fused_
 // CHECK: [[NINF:%cst[_0-9]*]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT: [[KEEP:%[0-9]+]] = arith.cmpi sle, [[J:%[0-9]+]], [[R:%[0-9]+]] : i32
 // CHECK-NEXT: [[DIFF:%[0-9]+]] = arith.subf %{{[0-9]+}}, %{{[0-9]+}} : f32
 // CHECK-NEXT: [[X:%[0-9]+]] = arith.select [[KEEP]], [[DIFF]], [[NINF]] : f32
 // CHECK: [[Y:%[0-9]+]] = arith.mulf [[X]], %{{.*}} : f32
 // CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"([[Y]])
-// CHECK-LABEL: // ---- kernel decay_ptx_stored_
+// CHECK-LABEL: // ---- kernel stored_
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK-NEXT: arith.cmpi sle
 // CHECK-NEXT: arith.subf
 // CHECK-NEXT: arith.select
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: llvm.store
-// PTX-LABEL: // ---- kernel decay_ptx_fused_
+// PTX-LABEL: // ---- kernel fused_
 // PTX: selp.f32 {{.*}}0fFF800000
 // PTX: ex2.approx.ftz.f32
-// PTX-LABEL: // ---- kernel decay_ptx_stored_
+// PTX-LABEL: // ---- kernel stored_
 // PTX: selp.f32 {{.*}}0fFF800000
 // PTX: ex2.approx.ftz.f32
 // PTX: mma.sync

@@ -17,7 +17,7 @@ kernel ls over (c in chunks) { store o4[c, :] = logsigmoid(load x[c, :]) }
 kernel si over (c in chunks) { store o5[c, :] = silu(load x[c, :]) }
 entry fwd = th, lp, em, ls, si
 // tanh: copysign(m / (m + 2), x), m = expm1(2 min(|x|, 10)): no lg2
-// CHECK-LABEL: // ---- kernel math_ptx_th_
+// CHECK-LABEL: // ---- kernel th_
 // CHECK: arith.minimumf
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
@@ -27,7 +27,7 @@ entry fwd = th, lp, em, ls, si
 // CHECK: llvm.call_intrinsic "llvm.copysign.f32"
 // CHECK-NOT: lg2
 // log1p: the atanh series where |x / (2 + x)| <= 1/3, lg2(1 + x) elsewhere: no ex2
-// CHECK-LABEL: // ---- kernel math_ptx_lp_
+// CHECK-LABEL: // ---- kernel lp_
 // CHECK: arith.divf
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
@@ -36,7 +36,7 @@ entry fwd = th, lp, em, ls, si
 // CHECK-NOT: ex2
 // expm1: the series of x / 2, then p (p + 2), for |x| < 1; exp(x) - 1 with the
 // rounding of x log2 e compensated (fma) elsewhere
-// CHECK-LABEL: // ---- kernel math_ptx_em_
+// CHECK-LABEL: // ---- kernel em_
 // CHECK: arith.constant 5.000000e-01 : f32
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: arith.constant -1.040000e+02 : f32
@@ -49,7 +49,7 @@ entry fwd = th, lp, em, ls, si
 // CHECK: arith.select
 // CHECK-NOT: lg2
 // logsigmoid: -(max(-x, 0) + log1p(exp(-|x|))), log1p by the series only
-// CHECK-LABEL: // ---- kernel math_ptx_ls_
+// CHECK-LABEL: // ---- kernel ls_
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: arith.divf
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
@@ -57,7 +57,7 @@ entry fwd = th, lp, em, ls, si
 // CHECK: arith.negf
 // CHECK-NOT: lg2
 // silu: x n / (1 + e), e = exp(-|x|), n = 1 or e by the sign; -0 at -inf
-// CHECK-LABEL: // ---- kernel math_ptx_si_
+// CHECK-LABEL: // ---- kernel si_
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: arith.cmpf oge
 // CHECK: arith.select
@@ -68,29 +68,29 @@ entry fwd = th, lp, em, ls, si
 // CHECK: arith.constant -0.000000e+00 : f32
 // CHECK: arith.select
 // CHECK-NOT: lg2
-// PTX-LABEL: // ---- kernel math_ptx_th_
+// PTX-LABEL: // ---- kernel th_
 // PTX: fma.rn.f32
 // PTX: ex2.approx.ftz.f32
 // PTX: div.rn.f32
 // PTX: copysign.f32
 // PTX-NOT: lg2.approx
-// PTX-LABEL: // ---- kernel math_ptx_lp_
+// PTX-LABEL: // ---- kernel lp_
 // PTX: div.rn.f32
 // PTX: fma.rn.f32
 // PTX: lg2.approx.f32
 // PTX: selp.f32
 // PTX-NOT: ex2.approx
-// PTX-LABEL: // ---- kernel math_ptx_em_
+// PTX-LABEL: // ---- kernel em_
 // PTX: fma.rn.f32
 // PTX: ex2.approx.ftz.f32
 // PTX: selp.f32
 // PTX-NOT: lg2.approx
-// PTX-LABEL: // ---- kernel math_ptx_ls_
+// PTX-LABEL: // ---- kernel ls_
 // PTX: ex2.approx.ftz.f32
 // PTX: div.rn.f32
 // PTX: fma.rn.f32
 // PTX-NOT: lg2.approx
-// PTX-LABEL: // ---- kernel math_ptx_si_
+// PTX-LABEL: // ---- kernel si_
 // PTX: ex2.approx.ftz.f32
 // PTX: div.rn.f32
 // PTX: selp.f32

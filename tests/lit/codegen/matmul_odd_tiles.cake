@@ -12,6 +12,6 @@ kernel k over (h in 1) threads 32 {
   store y[:, :] = load a[:, :] @ load b[:, :]
 }
 entry fwd = k
-// CHECK: .entry mm_k_
+// CHECK: .entry k_
 // CHECK-COUNT-81: mma.sync.aligned.m16n8k16
 // CHECK-NOT: mma.sync

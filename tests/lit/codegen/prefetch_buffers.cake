@@ -27,7 +27,7 @@ entry fwd = k
 // PLAN: plan of kernel k: 95616 bytes of shared memory
 // PLAN: load           bf16   64x64      9216 B x2
 // PLAN: load           bf16   64x320    41984 B x1
-// CHECK: gpu.func @prefetch_buffers_k_{{.*}}nvvm.minctasm = 2
+// CHECK: gpu.func @k_{{.*}}nvvm.minctasm = 2
 // the first chunk's tiles, then the loop
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.for

@@ -12,7 +12,7 @@
 // SM103: .target sm_100f
 // SM107: .target sm_100f
 // COMMON: .extern .shared .align 128 .b8 __cake_smem[];
-// COMMON: .visible .entry first_main_{{[0-9a-f]+}}(
+// COMMON: .visible .entry main_{{[0-9a-f]+}}(
 // COMMON: .maxntid 128, 1, 1
 // COMMON-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // COMMON-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16

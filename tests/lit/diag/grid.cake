@@ -2,8 +2,8 @@
 // RUN: %cakec %s --emit=cir | FileCheck %s
 // Kernels without tiles plan no shared memory (allocate() used to memcpy from NULL):
 // RUN: %cakec %s --emit=mlir --arch=sm_90a | FileCheck %s --check-prefix=MLIR
-// MLIR: gpu.func @grid_a_
-// MLIR: gpu.func @grid_b_
+// MLIR: gpu.func @a_
+// MLIR: gpu.func @b_
 program grid
 dim T, N, H
 const C = 16, V = 64

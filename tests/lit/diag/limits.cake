@@ -15,7 +15,7 @@
 // NAME: program {{p{128}$}}
 // CONST: kernel k over (h in 1000)
 // CHAIN: %1999 = * %1997, %1998 : f32[16, 16]
-// CHAIN-MLIR: gpu.func @p_k_
+// CHAIN-MLIR: gpu.func @k_
 // MANY: tensor in t255 : f32[4]
 program limits
 dim T, N

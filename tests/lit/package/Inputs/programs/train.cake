@@ -1,0 +1,23 @@
+// Another program with fwd.cake's `main` (its lines elsewhere in the file)
+// and a kernel of its own.
+program train
+dim   T, H
+const C = 64, D = 64
+sequence T, chunk C
+in    x, y : bf16[T, H, D]
+in    w    : f32[H, D]
+out   z    : f32[T, H, D]
+in    dz   : f32[T, H, D]
+out   dw   : f32[T, H, D]
+
+kernel main over (c in chunks, h in H) {
+  a = load x[c, h, :]
+  s = cumsum(sigmoid(a * load w[h, :][None, :]), 0)
+  store z[c, h, :] = (tril(a @ (load y[c, h, :]).T) as bf16) @ (s as bf16) + s
+}
+
+kernel back over (c in chunks, h in H) {
+  store dw[c, h, :] = load dz[c, h, :] * load w[h, :][None, :]
+}
+entry fwd = main
+entry bwd = back
