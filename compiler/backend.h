@@ -50,8 +50,18 @@ void backend_destroy(Backend *be);
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
                     const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
                     KernelBinary *out);
-/* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target. */
+/* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target.
+ * PTX that asks for two blocks per multiprocessor and spills there is
+ * assembled again at one: kb->ptx is then the PTX ptxas was given. */
 int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb);
+/* Whether kb->ptx leaves that choice to assembly (asks for two blocks per
+ * multiprocessor). */
+int backend_ptx_chooses_occupancy(const char *ptx);
+/* The chip whose assembly makes that choice for the PTX lowered for
+ * `target`: the first target (in `cakec --targets` order) of the same
+ * lowering that this ptxas can assemble (sm_90a for itself, sm_100a for the
+ * sm_100f family); NULL when there is none. Ask before forking workers. */
+const char *backend_reference_chip(Backend *be, const char *target);
 
 /* Text that determines what backend_compile generates for `target` (its
  * PTX target, limits and path's features): targets with the same text get

@@ -194,24 +194,30 @@ static int by_size(const void *a, const void *b) {
   return x->unit - y->unit;
 }
 
-/* Sort units (indices) largest first: by the PTX when there is one (ptxas'
- * work; `lowered` maps a unit to the one that holds its PTX), else by the
- * request text (the lowering's). */
-static void order_by_size(const Codegen *g, int *units, int n, const int *lowered) {
+/* Sort units (indices) largest first, by their request text: the work of
+ * lowering them. */
+static void order_by_size(const Codegen *g, int *units, int n) {
   SizedUnit *order = malloc(sizeof *order * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) {
-    const CodegenUnit *u = &g->units[lowered ? lowered[units[i]] : units[i]];
-    order[i] = (SizedUnit){u->kb.ptx ? strlen(u->kb.ptx) : u->size, units[i]};
-  }
+  for (int i = 0; i < n; i++) order[i] = (SizedUnit){g->units[units[i]].size, units[i]};
   qsort(order, (size_t)n, sizeof *order, by_size);
   for (int i = 0; i < n; i++) units[i] = order[i].unit;
   free(order);
 }
 
+/* One ptxas run: the PTX that unit `lowered` holds, for `target`, on behalf
+ * of unit `unit` (-1: a reference assembly that no unit asked for, made for
+ * its choice of occupancy only). `given`: the PTX to assemble instead (the
+ * reference's, with its choice), or NULL. */
+typedef struct AsmTask {
+  int unit, lowered;
+  const char *target;
+  char *given;
+} AsmTask;
+
 typedef struct UnitWork {
   Codegen *g;
-  const int *todo;    /* unit index per task */
-  const int *lowered; /* per unit: the unit that holds its lowering (-1: none) */
+  const int *todo;      /* lowering: unit index per task */
+  const AsmTask *tasks; /* assembly */
 } UnitWork;
 
 /* Lowering: MLIR, LLVM and PTX of a unit (no cubin). */
@@ -231,29 +237,46 @@ static void lower_task(void *ctx, int i, Buf *out) {
   arena_free(&arena);
 }
 
-/* Assembly: a copy of the lowered unit's PTX given to ptxas for this unit's
- * target. Only the unit that was lowered keeps the lowering's times. */
+/* Assembly: a copy of the lowered unit's PTX (or the reference's) given to
+ * ptxas for the task's target. Only the unit that was lowered keeps the
+ * lowering's times. */
 static void assemble_task(void *ctx, int i, Buf *out) {
   UnitWork *w = ctx;
-  int ui = w->todo[i], li = w->lowered[ui];
-  const CodegenUnit *u = &w->g->units[ui];
+  const AsmTask *t = &w->tasks[i];
   Diag d;
   diag_init(&d, 1 << 30);
   KernelBinary kb;
-  codegen_copy(w->g, li, &kb);
-  kb.target = u->target;
-  kb.ptx_target = backend_ptx_target(u->target);
-  if (li != ui) kb.seconds[0] = kb.seconds[1] = 0;
+  codegen_copy(w->g, t->lowered, &kb);
+  kb.target = t->target;
+  kb.ptx_target = backend_ptx_target(t->target);
+  if (t->lowered != t->unit) kb.seconds[0] = kb.seconds[1] = 0;
   kb.seconds[2] = 0;
   /* ptxas may be given a changed PTX (see backend_assemble); the names
    * derive from the PTX as generated */
   char *generated = strdup(kb.ptx);
+  if (t->given) {
+    free(kb.ptx);
+    kb.ptx = strdup(t->given);
+  }
   int rc = backend_assemble(w->g->be, &d, &kb);
   int same = !kb.ptx || !strcmp(generated, kb.ptx);
   put_unit(out, rc ? (d.errors ? d.errors : 1) : 0, d.out.data ? d.out.data : "", &kb, same ? NULL : generated, 1);
   free(generated);
   kernel_binary_free(&kb);
   diag_free(&d);
+}
+
+/* Order tasks largest PTX first (ptxas' work; then in order), so that no
+ * long one starts last. */
+static void order_tasks(const Codegen *g, AsmTask *t, int n) {
+  AsmTask *copy = malloc(sizeof *copy * (size_t)(n + 1));
+  SizedUnit *order = malloc(sizeof *order * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) order[i] = (SizedUnit){strlen(g->units[t[i].lowered].kb.ptx), i};
+  qsort(order, (size_t)n, sizeof *order, by_size);
+  if (n) memcpy(copy, t, sizeof *copy * (size_t)n);
+  for (int i = 0; i < n; i++) t[i] = copy[order[i].unit];
+  free(order);
+  free(copy);
 }
 
 static void note_cache_trouble(Codegen *g, Buf *notes, const char *why) {
@@ -277,6 +300,116 @@ static void label(CodegenUnit *u) {
   u->kb.symbol = strdup(u->symbol);
   u->kb.target = u->target;
   u->kb.ptx_target = backend_ptx_target(u->target);
+}
+
+/* The chip that chooses the occupancy of task t's PTX; NULL when the PTX
+ * leaves no choice or no chip of its lowering can be assembled. */
+static const char *reference_chip(Codegen *g, const AsmTask *t) {
+  if (!backend_ptx_chooses_occupancy(g->units[t->lowered].kb.ptx)) return NULL;
+  return backend_reference_chip(g->be, t->target);
+}
+
+/* Task t's reference: a unit held from the cache (*unit), else a task of
+ * round 1 (*task); -1 when neither is there. */
+static void find_reference(Codegen *g, const AsmTask *r1, int n1, const AsmTask *t, int *unit, int *task) {
+  const char *c = reference_chip(g, t);
+  const char *lkey = g->units[t->lowered].lkey;
+  *unit = *task = -1;
+  for (int u = 0; u < g->nunits && *unit < 0; u++)
+    if (g->units[u].cached && !g->units[u].errors && !strcmp(g->units[u].target, c) && !strcmp(g->units[u].lkey, lkey))
+      *unit = u;
+  for (int j = 0; j < n1 && *unit < 0 && *task < 0; j++)
+    if (r1[j].lowered == t->lowered && !strcmp(r1[j].target, c)) *task = j;
+}
+
+/* Put a finished assembly's record in its unit. */
+static void take_assembly(Codegen *g, const AsmTask *t, const Buf *out, int died) {
+  CodegenUnit *u = &g->units[t->unit];
+  /* a lowered unit's result: the record holds it again */
+  kernel_binary_free(&u->kb);
+  free(u->diag);
+  free(u->ptx_generated);
+  u->diag = u->ptx_generated = NULL;
+  if (died || get_unit(u, out->data, out->len) != 0) {
+    char what[600];
+    snprintf(what, sizeof what, "assembly of kernel '%s' for %s", u->k->name, u->target);
+    u->errors = 1;
+    u->diag = died_message(what);
+  }
+  label(u);
+}
+
+/* The PTX a finished assembly gave ptxas (NULL when it failed); `seconds`
+ * gets its ptxas time. */
+static char *assembled_ptx(const Buf *out, int died, double *seconds) {
+  CodegenUnit tmp;
+  memset(&tmp, 0, sizeof tmp);
+  if (died || get_unit(&tmp, out->data, out->len) != 0) return NULL;
+  char *ptx = tmp.errors ? NULL : tmp.kb.ptx;
+  if (seconds) *seconds += tmp.kb.seconds[2];
+  if (ptx) tmp.kb.ptx = NULL;
+  free(tmp.diag);
+  free(tmp.ptx_generated);
+  kernel_binary_free(&tmp.kb);
+  return ptx;
+}
+
+/* Occupancy is chosen once per lowering. PTX that asks for two blocks per
+ * multiprocessor is assembled that way and, when it spills, again at one
+ * (backend_assemble); that choice is made on the lowering's reference chip
+ * (backend_reference_chip: sm_100a for the sm_100f family), and the other
+ * chips of the lowering are given the PTX as the reference assembled it:
+ * no second ptxas run for each of them, and the PTX that the driver
+ * compiles for a chip this ptxas cannot assemble (sm_107a) carries the
+ * choice too. The reference is a unit of this build, one held (from the
+ * cache), or else assembled for the choice alone, so a chip's cubin is the
+ * same whatever other chips the build has. Round 1: tasks that choose for
+ * themselves, and the references; round 2: the others. */
+static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
+  AsmTask *r1 = malloc(sizeof *r1 * (size_t)(2 * n + 1)), *r2 = malloc(sizeof *r2 * (size_t)(n + 1));
+  int n1 = 0, n2 = 0;
+  for (int i = 0; i < n; i++) {
+    const char *c = reference_chip(g, &tasks[i]);
+    if (!c || !strcmp(c, tasks[i].target)) r1[n1++] = tasks[i];
+    else r2[n2++] = tasks[i];
+  }
+  /* a reference that is neither held nor in round 1 is added to it */
+  for (int i = 0; i < n2; i++) {
+    int unit, task;
+    find_reference(g, r1, n1, &r2[i], &unit, &task);
+    if (unit < 0 && task < 0) r1[n1++] = (AsmTask){-1, r2[i].lowered, reference_chip(g, &r2[i]), NULL};
+  }
+  order_tasks(g, r1, n1);
+  order_tasks(g, r2, n2);
+  Buf *out1 = calloc((size_t)n1 + 1, sizeof(Buf)), *out2 = calloc((size_t)n2 + 1, sizeof(Buf));
+  int *died1 = calloc((size_t)n1 + 1, sizeof(int)), *died2 = calloc((size_t)n2 + 1, sizeof(int));
+  UnitWork w = {g, NULL, r1};
+  jobs_run(g->jobs, n1, assemble_task, &w, out1, died1);
+  for (int i = 0; i < n2; i++) {
+    int unit, task;
+    find_reference(g, r1, n1, &r2[i], &unit, &task);
+    if (unit >= 0) r2[i].given = strdup(g->units[unit].kb.ptx);
+    else r2[i].given = assembled_ptx(&out1[task], died1[task], NULL);
+  }
+  /* the units keep their lowerings until round 2 has copied them */
+  w.tasks = r2;
+  jobs_run(g->jobs, n2, assemble_task, &w, out2, died2);
+  for (int j = 0; j < n1; j++) {
+    if (r1[j].unit >= 0) take_assembly(g, &r1[j], &out1[j], died1[j]);
+    else free(assembled_ptx(&out1[j], died1[j], &g->seconds[2])); /* a reference alone: count its time */
+    buf_free(&out1[j]);
+  }
+  for (int i = 0; i < n2; i++) {
+    take_assembly(g, &r2[i], &out2[i], died2[i]);
+    buf_free(&out2[i]);
+    free(r2[i].given);
+  }
+  free(out1);
+  free(out2);
+  free(died1);
+  free(died2);
+  free(r1);
+  free(r2);
 }
 
 void codegen_run(Codegen *g, Buf *notes) {
@@ -326,13 +459,13 @@ void codegen_run(Codegen *g, Buf *notes) {
     if (lowered[ui] < 0) lowered[ui] = lower[nlower++] = ui;
   }
   g->lowerings += nlower;
-  order_by_size(g, lower, nlower, NULL);
+  order_by_size(g, lower, nlower);
   /* learned here, inherited by the workers */
   if (g->emit >= EMIT_CUBIN)
     for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);
   Buf *out = calloc((size_t)ntodo + 1, sizeof(Buf));
   int *died = calloc((size_t)ntodo + 1, sizeof(int));
-  UnitWork w = {g, lower, lowered};
+  UnitWork w = {g, lower, NULL};
   jobs_run(g->jobs, nlower, lower_task, &w, out, died);
   for (int l = 0; l < nlower; l++) {
     CodegenUnit *u = &g->units[lower[l]];
@@ -347,8 +480,8 @@ void codegen_run(Codegen *g, Buf *notes) {
     label(u);
   }
   /* the others share their lowering's result or failure */
-  int *assemble = malloc(sizeof(int) * (size_t)(ntodo + 1));
-  int nasm = 0;
+  AsmTask *tasks = malloc(sizeof *tasks * (size_t)(ntodo + 1));
+  int ntasks = 0;
   for (int t = 0; t < ntodo; t++) {
     CodegenUnit *u = &g->units[todo[t]], *l = &g->units[lowered[todo[t]]];
     if (l->errors) {
@@ -358,7 +491,7 @@ void codegen_run(Codegen *g, Buf *notes) {
         label(u);
       }
     } else if (g->emit >= EMIT_CUBIN) {
-      assemble[nasm++] = todo[t];
+      tasks[ntasks++] = (AsmTask){todo[t], lowered[todo[t]], u->target, NULL};
     } else if (u != l) {
       codegen_copy(g, lowered[todo[t]], &u->kb);
       free(u->kb.symbol);
@@ -366,28 +499,8 @@ void codegen_run(Codegen *g, Buf *notes) {
       label(u);
     }
   }
-  if (nasm) {
-    order_by_size(g, assemble, nasm, lowered);
-    w.todo = assemble;
-    jobs_run(g->jobs, nasm, assemble_task, &w, out, died);
-    for (int t = 0; t < nasm; t++) {
-      CodegenUnit *u = &g->units[assemble[t]];
-      /* a lowered unit's result: the record holds it again */
-      kernel_binary_free(&u->kb);
-      free(u->diag);
-      free(u->ptx_generated);
-      u->diag = u->ptx_generated = NULL;
-      if (died[t] || get_unit(u, out[t].data, out[t].len) != 0) {
-        char what[600];
-        snprintf(what, sizeof what, "assembly of kernel '%s' for %s", u->k->name, u->target);
-        u->errors = 1;
-        u->diag = died_message(what);
-      }
-      buf_free(&out[t]);
-      label(u);
-    }
-  }
-  free(assemble);
+  if (ntasks) assemble_units(g, tasks, ntasks);
+  free(tasks);
   free(lower);
   free(lowered);
   for (int t = 0; t < ntodo; t++) {

@@ -12,8 +12,10 @@
  * lowering. codegen_run() takes each unit from the cache when one is set
  * and holds it, lowers the others to PTX in `jobs` worker processes
  * (backend_compile, once per lowering), then, when cubins are wanted, runs
- * ptxas on that PTX for each unit's target in the same way, and stores the
- * units in the cache. Fatbins are
+ * ptxas on that PTX for each unit's target in the same way (a lowering's
+ * occupancy is chosen on its reference chip, and the other chips are given
+ * the PTX with that choice: see assemble_units), and stores the units in
+ * the cache. Fatbins are
  * made in parallel the same way by codegen_fatbins(). Results are indexed
  * by unit and job, never by completion order. Cache trouble is a warning in
  * `notes`, never an error.

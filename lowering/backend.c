@@ -206,6 +206,27 @@ void backend_lowering_key(const char *target, Buf *out) {
   else buf_printf(out, "unknown %s", target);
 }
 
+const char *backend_reference_chip(Backend *be, const char *target) {
+  Buf mine;
+  buf_init(&mine);
+  backend_lowering_key(target, &mine);
+  int n;
+  const Target *all = target_all(&n);
+  const char *ref = NULL;
+  for (int i = 0; i < n && !ref; i++) {
+    Buf k;
+    buf_init(&k);
+    target_lowering_key(&all[i], &k);
+    if (k.len == mine.len && !memcmp(k.data, mine.data, k.len) && backend_can_assemble(be, all[i].name))
+      ref = all[i].name;
+    buf_free(&k);
+  }
+  buf_free(&mine);
+  return ref;
+}
+
+int backend_ptx_chooses_occupancy(const char *ptx) { return ptx && strstr(ptx, ".minnctapersm 2") != NULL; }
+
 int backend_can_assemble(Backend *be, const char *target) {
   /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked */
   if (strcmp(target, "sm_107a") != 0) return 1;
@@ -431,7 +452,7 @@ static int assemble(Backend *be, Diag *diag, KernelBinary *kb) {
   /* Two blocks per SM cap the registers at half the file; when that spills,
    * one block per SM (and the full register file) is the better trade. */
   char *two = strstr(kb->ptx, ".minnctapersm 2");
-  if (kb->spill_bytes > 0 && two) {
+  if (kb->spill_bytes > 0 && two) { /* see backend_ptx_chooses_occupancy */
     two[strlen(".minnctapersm ")] = '1';
     free(kb->cubin);
     kb->cubin = NULL;
