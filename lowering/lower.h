@@ -111,12 +111,19 @@ typedef struct LK {
 /* lower_plan.c */
 void plan_kernel(LK *L); /* homes, live ranges, shared-memory offsets; L->smem_bytes */
 
-/* lower_kernel.c */
+/* lower_home.c (below every other lower_*.c file) */
 Home *home_of(LK *L, const CirInst *in);
+/* Operations worth recomputing rather than storing: a few ALU instructions. */
+int op_is_cheap(CirOp op);
+/* Can v be recomputed where it is read for a few ALU instructions, from
+ * values in shared memory or registers (`depth`: how deep in such a tree)? */
+int cheap_tree(LK *L, const CirInst *v, int depth);
 /* A fused value that costs a few ALU instructions to recompute from shared memory. */
 int home_is_cheap(LK *L, const CirInst *v);
-void lk_set_loc(LK *L, const CirInst *in);
 void lk_error(LK *L, const CirInst *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* lower_kernel.c */
+void lk_set_loc(LK *L, const CirInst *in);
 
 /* lower_math.c: tanh, log1p, expm1, logsigmoid, silu of one f32 element */
 MlirValue lower_math_unary(LK *L, CirOp op, MlirValue x);

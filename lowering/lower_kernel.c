@@ -7,24 +7,10 @@
 
 #include "lower.h"
 
-Home *home_of(LK *L, const CirInst *in) {
-  CAKE_ASSERT(in->id >= 0 && in->id < L->nids);
-  return &L->homes[in->id];
-}
-
 void lk_set_loc(LK *L, const CirInst *in) {
   if (in->loc.src)
     L->b.loc = mlirLocationFileLineColGet(L->b.ctx, mlirStringRefCreateFromCString(in->loc.src->name),
                                           (unsigned)in->loc.line, (unsigned)in->loc.col);
-}
-
-void lk_error(LK *L, const CirInst *at, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  Loc loc = at ? at->loc : L->k->loc;
-  diag_verror(L->diag, loc, "error", fmt, ap);
-  va_end(ap);
-  L->failed = 1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -65,36 +65,9 @@ static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
   return 0;
 }
 
-/* Operations worth recomputing rather than storing: a few ALU instructions. */
-static int cheap_op(CirOp op) {
-  switch (cake_ops[op].kind) {
-    case OK_BINARY: return op != OP_DIV && op != OP_MOD;
-    case OK_COMPARE: case OK_LOGIC1: case OK_LOGIC2: case OK_SELECT: case OK_CAST: case OK_LAYOUT: case OK_MASK:
-      return 1;
-    case OK_UNARY: return op == OP_NEG || op == OP_ABS;
-    default: return 0;
-  }
-}
-
-/* Can v be recomputed at every use at the price of a few ALU instructions:
- * a cheap op over values already in shared memory or registers? */
-static int cheap_tree(LK *L, const CirInst *v, int depth) {
-  if (!cheap_op(v->op) || depth > 4) return 0;
-  for (int j = 0; j < v->nargs; j++) {
-    const CirInst *o = v->args[j];
-    const Home *oh = home_of(L, o);
-    if (o->ty.rank == 0 || oh->kind == H_SMEM || oh->kind == H_SCALAR) continue;
-    if (oh->kind == H_FUSED && cheap_tree(L, o, depth + 1)) continue;
-    return 0;
-  }
-  return 1;
-}
-
-int home_is_cheap(LK *L, const CirInst *v) { return home_of(L, v)->kind == H_FUSED && cheap_tree(L, v, 0); }
-
 /* Does recomputing v cost a special-function instruction or a global load? */
 static int expensive_tree(LK *L, const CirInst *v) {
-  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !cheap_op(v->op)) || v->op == OP_DIV ||
+  if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !op_is_cheap(v->op)) || v->op == OP_DIV ||
       v->op == OP_DECAY)
     return 1;
   for (int j = 0; j < v->nargs; j++)
@@ -131,7 +104,7 @@ static void choose_homes(LK *L, const CirBlock *b) {
     h->kind = H_FUSED;
     if (in->nuses > 1 && !cheap_tree(L, in, 0)) {
       /* a cheap op over a load (say, a conversion): store the load instead, it is smaller */
-      int only_loads = cheap_op(in->op);
+      int only_loads = op_is_cheap(in->op);
       for (int j = 0; j < in->nargs && only_loads; j++) {
         const CirInst *o = in->args[j];
         const Home *oh = home_of(L, o);
