@@ -2,7 +2,11 @@
  *
  * Entry layout: the line "cake-cache 1 <sha256 of the bytes> <length>\n",
  * then the bytes. */
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +16,53 @@
 #include <openssl/evp.h>
 
 #include "cache.h"
+#include "cake.h"
 
 #define CACHE_MAGIC "cake-cache 1"
+
+/* The GNU build id of the executable or library this code was linked into:
+ * a digest of the linked code, so a rebuilt compiler never reuses what an
+ * older one put in the cache. */
+static char build_id[2 * 64 + 1];
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t at = (uintptr_t)data;
+  int mine = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && at >= lo && at - lo < ph->p_memsz) mine = 1;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+    while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
+      const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+      size_t name = (n->n_namesz + 3u) & ~3u, desc = (n->n_descsz + 3u) & ~3u;
+      const unsigned char *d = p + sizeof *n + name;
+      if ((size_t)(end - p) < sizeof *n + name + desc) break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(p + sizeof *n, "GNU", 4) && n->n_descsz > 0 &&
+          n->n_descsz <= 64) {
+        for (unsigned k = 0; k < n->n_descsz; k++) sprintf(build_id + 2 * k, "%02x", d[k]);
+        return 1;
+      }
+      p += sizeof *n + name + desc;
+    }
+  }
+  return 1;
+}
+
+const char *cake_build_id(void) {
+  static int done;
+  if (!done) {
+    done = 1;
+    dl_iterate_phdr(find_build_id, (void *)&build_id);
+  }
+  return build_id;
+}
 
 void sha256_hex(const void *data, size_t n, char out[65]) {
   unsigned char md[32];

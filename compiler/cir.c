@@ -160,6 +160,14 @@ static void dump_extent(Buf *o, const CirProgram *p, CirExtent e) {
   buf_puts(o, b);
 }
 
+const char *xchg_op_name(XchgOp op) {
+  return op == XCHG_ALL_GATHER ? "all_gather"
+         : op == XCHG_HALO      ? "halo"
+         : op == XCHG_SEND_NEXT ? "send_next"
+         : op == XCHG_SEND_PREV ? "send_prev"
+                                : "none";
+}
+
 void cir_dump_kernel(Buf *o, const CirProgram *p, const CirKernel *k) {
   buf_printf(o, "kernel %s over (", k->name);
   for (int i = 0; i < k->naxes; i++) {

@@ -2248,14 +2248,6 @@ static void ranks_decl(Sema *s, const Decl *d, const Decl *seq) {
   }
 }
 
-const char *xchg_op_name(XchgOp op) {
-  return op == XCHG_ALL_GATHER ? "all_gather"
-         : op == XCHG_HALO      ? "halo"
-         : op == XCHG_SEND_NEXT ? "send_next"
-         : op == XCHG_SEND_PREV ? "send_prev"
-                                : "none";
-}
-
 /* `exchange NAME = halo(SRC, B, A) -> DST`: SRC a token tensor (first axis
  * the tokens dim) of any role, DST a temp [F, B + A] + SRC's other extents,
  * one dtype; B, A constants in [0, C], not both 0; one halo per source. The
