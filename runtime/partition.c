@@ -11,6 +11,21 @@
 
 #include "rt.h"
 
+/* The document count and the ndocs + 1 offsets of a packed sequence: the
+ * count in range, offsets from 0 that never decrease (the first bad index
+ * named). The last offset is the caller's to compare with its T. */
+cake_status rt_check_offsets(const int32_t *cu, int64_t ndocs) {
+  if (ndocs < 1 || ndocs > RT_MAX_DOCS)
+    return rt_fail(CAKE_ERR_ARGUMENT, "ndocs = %lld is out of range [1, %d]", (long long)ndocs, RT_MAX_DOCS);
+  if (cu[0] != 0) return rt_fail(CAKE_ERR_PLAN, "cu_seqlens[0] is %d; the offsets must start at 0", cu[0]);
+  for (int64_t i = 1; i <= ndocs; i++)
+    if (cu[i] < cu[i - 1])
+      return rt_fail(CAKE_ERR_PLAN,
+                     "cu_seqlens[%lld] is %d, less than cu_seqlens[%lld] = %d (the offsets must not decrease)",
+                     (long long)i, cu[i], (long long)(i - 1), cu[i - 1]);
+  return CAKE_OK;
+}
+
 typedef struct Part {
   const int32_t *cu;
   int64_t nd, T, align;

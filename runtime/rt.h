@@ -13,15 +13,15 @@
  * CAKE_DEFAULT_SMS. */
 int64_t rt_device_sms(const cake_device_facts *facts);
 
-/* ---- errors and memory ---- */
+/* ---- base.c: errors and memory ---- */
 /* Sets the thread's message; an argument may be cake_last_error() itself. */
 cake_status rt_fail(cake_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* plan.c: a packed sequence's document count and offsets (see cake_plan_set_docs) */
-cake_status rt_check_offsets(const int32_t *cu, int64_t ndocs);
 void *rt_alloc(const cake_allocator *a, size_t n); /* zeroed; NULL sets CAKE_ERR_MEMORY */
 void rt_free(const cake_allocator *a, void *p);
 char *rt_strdup(const cake_allocator *a, const char *s);
 const cake_allocator *rt_default_allocator(void);
+/* partition.c: a packed sequence's document count and offsets (see cake_plan_set_docs) */
+cake_status rt_check_offsets(const int32_t *cu, int64_t ndocs);
 
 /* ---- files.c: package files, opened inside the package directory only ---- */
 cake_status rt_open_dir(const char *dir, int *fd);
