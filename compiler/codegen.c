@@ -211,6 +211,7 @@ static void order_by_size(const Codegen *g, int *units, int n) {
 typedef struct AsmTask {
   int unit, lowered;
   const char *target;
+  const char *ref; /* round 2: the reference chip */
   char *given;
 } AsmTask;
 
@@ -312,7 +313,7 @@ static const char *reference_chip(Codegen *g, const AsmTask *t) {
 /* Task t's reference: a unit held from the cache (*unit), else a task of
  * round 1 (*task); -1 when neither is there. */
 static void find_reference(Codegen *g, const AsmTask *r1, int n1, const AsmTask *t, int *unit, int *task) {
-  const char *c = reference_chip(g, t);
+  const char *c = t->ref;
   const char *lkey = g->units[t->lowered].lkey;
   *unit = *task = -1;
   for (int u = 0; u < g->nunits && *unit < 0; u++)
@@ -339,19 +340,41 @@ static void take_assembly(Codegen *g, const AsmTask *t, const Buf *out, int died
   label(u);
 }
 
-/* The PTX a finished assembly gave ptxas (NULL when it failed); `seconds`
- * gets its ptxas time. */
-static char *assembled_ptx(const Buf *out, int died, double *seconds) {
+/* The PTX a finished assembly gave ptxas; NULL when it failed, and then
+ * *why (when asked; malloc'd) says why. `seconds` gets its ptxas time. */
+static char *assembled_ptx(const Buf *out, int died, double *seconds, char **why) {
   CodegenUnit tmp;
   memset(&tmp, 0, sizeof tmp);
-  if (died || get_unit(&tmp, out->data, out->len) != 0) return NULL;
+  if (died || get_unit(&tmp, out->data, out->len) != 0) {
+    if (why) *why = died_message("assembly for the reference chip");
+    return NULL;
+  }
   char *ptx = tmp.errors ? NULL : tmp.kb.ptx;
   if (seconds) *seconds += tmp.kb.seconds[2];
   if (ptx) tmp.kb.ptx = NULL;
+  else if (why) *why = strdup(tmp.diag ? tmp.diag : "");
   free(tmp.diag);
   free(tmp.ptx_generated);
   kernel_binary_free(&tmp.kb);
   return ptx;
+}
+
+/* Task t's unit fails with its reference: `why` (taken) is the reference's
+ * failure. The unit has no result and is not cached. */
+static void fail_with_reference(Codegen *g, const AsmTask *t, char *why) {
+  CodegenUnit *u = &g->units[t->unit];
+  Buf b;
+  buf_init(&b);
+  buf_printf(&b, "cakec: error: kernel '%s' for %s takes its occupancy from its assembly for %s, which failed:\n%s",
+             u->k->name, u->target, t->ref, why ? why : "");
+  kernel_binary_free(&u->kb);
+  free(u->diag);
+  free(u->ptx_generated);
+  u->ptx_generated = NULL;
+  u->diag = buf_take(&b);
+  u->errors = 1;
+  free(why);
+  label(u);
 }
 
 /* Occupancy is chosen once per lowering. PTX that asks for two blocks per
@@ -370,14 +393,18 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
   int n1 = 0, n2 = 0;
   for (int i = 0; i < n; i++) {
     const char *c = reference_chip(g, &tasks[i]);
-    if (!c || !strcmp(c, tasks[i].target)) r1[n1++] = tasks[i];
-    else r2[n2++] = tasks[i];
+    if (!c || !strcmp(c, tasks[i].target)) {
+      r1[n1++] = tasks[i];
+    } else {
+      r2[n2] = tasks[i];
+      r2[n2++].ref = c;
+    }
   }
   /* a reference that is neither held nor in round 1 is added to it */
   for (int i = 0; i < n2; i++) {
     int unit, task;
     find_reference(g, r1, n1, &r2[i], &unit, &task);
-    if (unit < 0 && task < 0) r1[n1++] = (AsmTask){-1, r2[i].lowered, reference_chip(g, &r2[i]), NULL};
+    if (unit < 0 && task < 0) r1[n1++] = (AsmTask){-1, r2[i].lowered, r2[i].ref, NULL, NULL};
   }
   order_tasks(g, r1, n1);
   order_tasks(g, r2, n2);
@@ -385,25 +412,39 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
   int *died1 = calloc((size_t)n1 + 1, sizeof(int)), *died2 = calloc((size_t)n2 + 1, sizeof(int));
   UnitWork w = {g, NULL, r1};
   jobs_run(g->jobs, n1, assemble_task, &w, out1, died1);
+  /* round 2 takes its references' PTX; a task whose reference failed
+   * fails with it (r2 keeps the tasks to run first, then those) */
+  char **why = calloc((size_t)n2 + 1, sizeof(char *));
+  int nrun = 0;
   for (int i = 0; i < n2; i++) {
     int unit, task;
     find_reference(g, r1, n1, &r2[i], &unit, &task);
-    if (unit >= 0) r2[i].given = strdup(g->units[unit].kb.ptx);
-    else r2[i].given = assembled_ptx(&out1[task], died1[task], NULL);
+    char *ptx = unit >= 0 ? strdup(g->units[unit].kb.ptx) : assembled_ptx(&out1[task], died1[task], NULL, &why[i]);
+    if (ptx) {
+      AsmTask t = r2[i];
+      char *y = why[i];
+      t.given = ptx;
+      r2[i] = r2[nrun];
+      why[i] = why[nrun];
+      r2[nrun] = t;
+      why[nrun++] = y;
+    }
   }
   /* the units keep their lowerings until round 2 has copied them */
   w.tasks = r2;
-  jobs_run(g->jobs, n2, assemble_task, &w, out2, died2);
+  jobs_run(g->jobs, nrun, assemble_task, &w, out2, died2);
   for (int j = 0; j < n1; j++) {
     if (r1[j].unit >= 0) take_assembly(g, &r1[j], &out1[j], died1[j]);
-    else free(assembled_ptx(&out1[j], died1[j], &g->seconds[2])); /* a reference alone: count its time */
+    else free(assembled_ptx(&out1[j], died1[j], &g->seconds[2], NULL)); /* a reference alone: count its time */
     buf_free(&out1[j]);
   }
   for (int i = 0; i < n2; i++) {
-    take_assembly(g, &r2[i], &out2[i], died2[i]);
+    if (i < nrun) take_assembly(g, &r2[i], &out2[i], died2[i]);
+    else fail_with_reference(g, &r2[i], why[i]);
     buf_free(&out2[i]);
     free(r2[i].given);
   }
+  free(why);
   free(out1);
   free(out2);
   free(died1);
@@ -491,7 +532,7 @@ void codegen_run(Codegen *g, Buf *notes) {
         label(u);
       }
     } else if (g->emit >= EMIT_CUBIN) {
-      tasks[ntasks++] = (AsmTask){todo[t], lowered[todo[t]], u->target, NULL};
+      tasks[ntasks++] = (AsmTask){todo[t], lowered[todo[t]], u->target, NULL, NULL};
     } else if (u != l) {
       codegen_copy(g, lowered[todo[t]], &u->kb);
       free(u->kb.symbol);

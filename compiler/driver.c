@@ -380,6 +380,12 @@ static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const K
     buf_puts(o, "\n");
   }
   for (int i = 0; i < 3; i++) buf_printf(o, "grid %d\n", abi->grid_axis_of_dim[i]);
+  /* what the lowering reads of the program beyond the kernel: where a halo
+   * tensor's rows come from (its exchange's widths; the shape has only their sum) */
+  for (int i = 0; i < abi->nargs; i++) {
+    const CirKernel *x = abi->args[i].what == ARG_TENSOR ? cir_halo_exchange(p, abi->args[i].tensor) : NULL;
+    if (x) buf_printf(o, "halo %s before %d after %d\n", x->xdst->name, x->xbefore, x->xafter);
+  }
   cir_dump_kernel(o, p, k);
 }
 

@@ -12,6 +12,7 @@ config.substitutions.append(('%cakec', os.path.join(config.cake_build_dir, 'bin'
 config.substitutions.append(('%specs', os.path.join(config.cake_source_dir, 'specs')))
 config.environment['PATH'] = os.pathsep.join([config.llvm_tools_dir, config.environment.get('PATH', '')])
 config.environment['CAKE_CUDA_ROOT'] = config.cuda_root
+config.substitutions.append(('%cuda_root', config.cuda_root))
 
 # A sanitizer build (CAKE_SANITIZE): the `sanitizer` feature, the trip program
 # of tests/lit/sanitizer, and options that make every report abort (a signal,
