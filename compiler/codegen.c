@@ -323,14 +323,19 @@ static void find_reference(Codegen *g, const AsmTask *r1, int n1, const AsmTask 
     if (r1[j].lowered == t->lowered && !strcmp(r1[j].target, c)) *task = j;
 }
 
-/* Put a finished assembly's record in its unit. */
-static void take_assembly(Codegen *g, const AsmTask *t, const Buf *out, int died) {
-  CodegenUnit *u = &g->units[t->unit];
-  /* a lowered unit's result: the record holds it again */
+/* Drop what a unit holds (its lowering's result, or a record), errors too. */
+static void clear_unit(CodegenUnit *u) {
   kernel_binary_free(&u->kb);
   free(u->diag);
   free(u->ptx_generated);
   u->diag = u->ptx_generated = NULL;
+  u->errors = 0;
+}
+
+/* Put a finished assembly's record in its unit. */
+static void take_assembly(Codegen *g, const AsmTask *t, const Buf *out, int died) {
+  CodegenUnit *u = &g->units[t->unit];
+  clear_unit(u); /* a lowered unit's result: the record holds it again */
   if (died || get_unit(u, out->data, out->len) != 0) {
     char what[600];
     snprintf(what, sizeof what, "assembly of kernel '%s' for %s", u->k->name, u->target);
@@ -367,10 +372,7 @@ static void fail_with_reference(Codegen *g, const AsmTask *t, char *why) {
   buf_init(&b);
   buf_printf(&b, "cakec: error: kernel '%s' for %s takes its occupancy from its assembly for %s, which failed:\n%s",
              u->k->name, u->target, t->ref, why ? why : "");
-  kernel_binary_free(&u->kb);
-  free(u->diag);
-  free(u->ptx_generated);
-  u->ptx_generated = NULL;
+  clear_unit(u);
   u->diag = buf_take(&b);
   u->errors = 1;
   free(why);
@@ -413,38 +415,35 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
   UnitWork w = {g, NULL, r1};
   jobs_run(g->jobs, n1, assemble_task, &w, out1, died1);
   /* round 2 takes its references' PTX; a task whose reference failed
-   * fails with it (r2 keeps the tasks to run first, then those) */
+   * fails with it (`given` NULL, `why` its reason) and is not run */
+  AsmTask *run = malloc(sizeof *run * (size_t)(n2 + 1));
   char **why = calloc((size_t)n2 + 1, sizeof(char *));
   int nrun = 0;
   for (int i = 0; i < n2; i++) {
     int unit, task;
     find_reference(g, r1, n1, &r2[i], &unit, &task);
-    char *ptx = unit >= 0 ? strdup(g->units[unit].kb.ptx) : assembled_ptx(&out1[task], died1[task], NULL, &why[i]);
-    if (ptx) {
-      AsmTask t = r2[i];
-      char *y = why[i];
-      t.given = ptx;
-      r2[i] = r2[nrun];
-      why[i] = why[nrun];
-      r2[nrun] = t;
-      why[nrun++] = y;
-    }
+    r2[i].given = unit >= 0 ? strdup(g->units[unit].kb.ptx) : assembled_ptx(&out1[task], died1[task], NULL, &why[i]);
+    if (r2[i].given) run[nrun++] = r2[i];
   }
   /* the units keep their lowerings until round 2 has copied them */
-  w.tasks = r2;
+  w.tasks = run;
   jobs_run(g->jobs, nrun, assemble_task, &w, out2, died2);
   for (int j = 0; j < n1; j++) {
     if (r1[j].unit >= 0) take_assembly(g, &r1[j], &out1[j], died1[j]);
     else free(assembled_ptx(&out1[j], died1[j], &g->seconds[2], NULL)); /* a reference alone: count its time */
     buf_free(&out1[j]);
   }
-  for (int i = 0; i < n2; i++) {
-    if (i < nrun) take_assembly(g, &r2[i], &out2[i], died2[i]);
-    else fail_with_reference(g, &r2[i], why[i]);
-    buf_free(&out2[i]);
+  for (int i = 0, k = 0; i < n2; i++) {
+    if (r2[i].given) {
+      take_assembly(g, &r2[i], &out2[k], died2[k]);
+      buf_free(&out2[k++]);
+    } else {
+      fail_with_reference(g, &r2[i], why[i]);
+    }
     free(r2[i].given);
   }
   free(why);
+  free(run);
   free(out1);
   free(out2);
   free(died1);
@@ -468,11 +467,7 @@ void codegen_run(Codegen *g, Buf *notes) {
       int st = cache_get(g->cache_dir, u->key, &b);
       int ok = st == CACHE_HIT && get_unit(u, b.data, b.len) == 0;
       if (ok && u->errors) { /* never stored: treat as damaged */
-        free(u->diag);
-        free(u->ptx_generated);
-        u->diag = u->ptx_generated = NULL;
-        kernel_binary_free(&u->kb);
-        u->errors = 0;
+        clear_unit(u);
         ok = 0;
       }
       if (ok) {

@@ -225,7 +225,10 @@ const char *backend_reference_chip(Backend *be, const char *target) {
   return ref;
 }
 
-int backend_ptx_chooses_occupancy(const char *ptx) { return ptx && strstr(ptx, ".minnctapersm 2") != NULL; }
+/* what lower_kernel's nvvm.minctasm of 2 becomes in the PTX */
+static const char TWO_PER_SM[] = ".minnctapersm 2";
+
+int backend_ptx_chooses_occupancy(const char *ptx) { return ptx && strstr(ptx, TWO_PER_SM) != NULL; }
 
 int backend_can_assemble(Backend *be, const char *target) {
   /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked */
@@ -451,9 +454,9 @@ static int assemble(Backend *be, Diag *diag, KernelBinary *kb) {
   if (run_ptxas(be, diag, kb)) return -1;
   /* Two blocks per SM cap the registers at half the file; when that spills,
    * one block per SM (and the full register file) is the better trade. */
-  char *two = strstr(kb->ptx, ".minnctapersm 2");
-  if (kb->spill_bytes > 0 && two) { /* see backend_ptx_chooses_occupancy */
-    two[strlen(".minnctapersm ")] = '1';
+  char *two = strstr(kb->ptx, TWO_PER_SM);
+  if (kb->spill_bytes > 0 && two) {
+    two[sizeof TWO_PER_SM - 2] = '1';
     free(kb->cubin);
     kb->cubin = NULL;
     kb->registers = kb->spill_bytes = kb->stack_bytes = 0;
