@@ -28,24 +28,30 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cakert import BF16, F32, K, V, Cake, cu_of, load_anchor, shape_name, stand_ins, tensor  # noqa: E402
+from cakert import BF16, F32, K, V, Cake, cu_of, kernel_times, load_anchor, shape_name, stand_ins, tensor  # noqa: E402
 
 PROGRAM = 'kda_fwd'
-GATES = {'layer': 'softplus', 'safe': 'safe'}  # the harness's variants as kda_fwd's gate
+# the harness's variants as kda_fwd's options: 'core' takes the log-decay (f32), normalised q and k and
+# beta as values from the caller
+OPTIONS = {'layer': 'gate=softplus,qk_norm=true,beta_logits=true', 'safe': 'gate=safe,qk_norm=true,beta_logits=true',
+           'core': 'gate=external,qk_norm=false,beta_logits=false'}
 ENTRIES = ('fwd', 'fwd_prep', 'fwd_chain')
 
 
 def choose(cake, args, variant, T, H, cu, sms=0):
     """The kda_fwd variant: vblock forced by --vblock, else the runtime's choice from the spec's
     prefer clause; sms 0: $CAKE_DEVICE_SMS, the current GPU's, or 132."""
-    opts = f'gate={GATES[variant]},qk_norm=true,beta_logits=true'
+    opts = OPTIONS[variant]
     if args.vblock:
         opts += f',vblock=v{args.vblock}'
     return cake.choose(PROGRAM, opts, dict(T=T, H=H, HV=H), len(cu) - 1 if cu else 0, sms)
 
 
-def tensor_specs(T, H):
+def tensor_specs(T, H, variant='layer'):
     """name -> (cake dtype, shape) of every tensor bound (h0, ht absent)."""
+    if variant == 'core':  # the log-decay itself, no gate parameters
+        return dict(q=(BF16, (T, H, K)), k=(BF16, (T, H, K)), v=(BF16, (T, H, V)), g=(F32, (T, H, K)),
+                    beta=(BF16, (T, H)), o=(BF16, (T, H, V)))
     return dict(q=(BF16, (T, H, K)), k=(BF16, (T, H, K)), v=(BF16, (T, H, V)), g=(BF16, (T, H, K)),
                 beta=(BF16, (T, H)), A_log=(F32, (H,)), dt_bias=(F32, (H, K)), o=(BF16, (T, H, V)))
 
@@ -59,7 +65,7 @@ def dry_run(args, fb, cake):
             cu = cu_of(shape)
             prog, vs = choose(cake, args, variant, T, H, cu, 132)
             plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu)
-            named = list(stand_ins(tensor_specs(T, H)).items())
+            named = list(stand_ins(tensor_specs(T, H, variant)).items())
             for entry in ENTRIES:
                 plan.validate(entry, named)
             print(f'{shape_name(shape):<22} {variant:<6} variant "{vs}"  docs {plan.dim("N")} '
@@ -79,10 +85,12 @@ def main():
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
     ap.add_argument('--vblock', type=int, default=0, choices=(0, 16, 32), help='0: chosen from the problem')
+    ap.add_argument('--kernels', action='store_true',
+                    help="also each kernel's device time (torch profiler), Cake's and fla's")
     ap.add_argument('--dry-run', action='store_true', help='plan and validate only: no torch, no GPU')
     args = ap.parse_args()
     for v in args.variants.split(','):
-        assert v in GATES, f'variant {v}: one of {", ".join(GATES)}'
+        assert v in OPTIONS, f'variant {v}: one of {", ".join(OPTIONS)}'
     fb = load_anchor(args.anchor)
     cake = Cake(args.lib, args.package)
     if args.dry_run:
@@ -117,7 +125,7 @@ def main():
             plan = cake.plan(prog, dict(T=T, H=H, HV=H), cu)  # scale, lower_bound: the spec's defaults
             work = torch.empty(max(plan.workspace_bytes, 256), dtype=torch.uint8, device='cuda')
             o = torch.empty(T, H, V, dtype=torch.bfloat16, device='cuda')
-            specs = tensor_specs(T, H)
+            specs = tensor_specs(T, H, variant)
             ts = dict(L, o=o)
             named = [(n, tensor(ts[n], specs[n][1])) for n in specs]  # no h0, ht: absent
             stream = torch.cuda.current_stream().cuda_stream
@@ -139,8 +147,14 @@ def main():
                     torch.cuda.synchronize()
                     d = (o.double() - ref.reshape(T, H, V).double())
                     rec['vs_fla_err_ratio'] = (d.pow(2).mean().sqrt() / ref.double().pow(2).mean().sqrt()).item()
-            # bytes of the minimal traffic: read q, k, v, g, beta; write o
-            gbytes = T * H * (2 * K * 3 + 2 * K + 2) + T * H * V * 2
+            if args.kernels:
+                rec['cake_kernels_ms'] = {n: round(ms, 4) for n, (ms, _) in kernel_times(ours).items()}
+                if chunk_kda is not None:
+                    with torch.no_grad():
+                        kt = kernel_times(lambda: fb.call_fla(chunk_kda, case))
+                    rec['fla_kernels_ms'] = {n[:60]: round(ms, 4) for n, (ms, _) in kt.items()}
+            # bytes of the minimal traffic: read q, k, v, g (f32 in core), beta; write o
+            gbytes = T * H * (2 * K * 3 + (4 if variant == 'core' else 2) * K + 2) + T * H * V * 2
             rec['min_traffic_ms_at_4.28TBps'] = gbytes / 4.28e12 * 1e3
             print(json.dumps(rec), flush=True)
             results.write(json.dumps(rec) + '\n')

@@ -232,14 +232,15 @@ def kernel_times(fn, n=5):
     return rows
 
 
-def stage_of(kernel, program):
-    """The stage of a generated kernel's name, <program>_<stage>_<20-hex digest>; None for others."""
-    m = re.fullmatch(re.escape(program) + r'_(\w+?)_[0-9a-f]{20}', kernel)
+def stage_of(kernel, program=None):
+    """The stage of a generated kernel's name, <stage>_<20-hex digest> (programs share kernels, so
+    the name carries no program); None for others."""
+    m = re.fullmatch(r'(\w+?)_[0-9a-f]{20}', kernel)
     return m.group(1) if m else None
 
 
-def stage_times(rows, program):
-    """kernel_times() rows summed per stage of `program`; everything else (the runtime's chunk
+def stage_times(rows, program=None):
+    """kernel_times() rows summed per stage of a generated kernel; everything else (the runtime's chunk
     table copy, for one) under its own name."""
     out = {}
     for name, (ms, _) in rows.items():

@@ -158,7 +158,7 @@ static void warp_grid(int nw, int m16, int n8, int *wm, int *wn) {
     }
 }
 
-enum { MMA_TILES_PER_PASS = 8 };
+enum { MMA_TILES_PER_PASS = 4 };
 
 static int largest_proper_divisor(int n) {
   for (int d = n / 2; d > 1; d--)
@@ -201,13 +201,15 @@ void lower_matmul(LK *L, const CirInst *mm) {
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
   warp_grid(nw, m16, n8, &wm, &wn);
   int mt = m16 / wm, nt = n8 / wn;
-  /* at most MMA_TILES_PER_PASS tiles (32 accumulators per thread) in flight
-   * per pass: halve the pass while it is even, then, for odd counts, step
-   * down through divisors (the pass must divide the warp's tiles) */
-  int ntp = nt;
-  while (mt * ntp > MMA_TILES_PER_PASS && ntp % 2 == 0) ntp /= 2;
-  int mtp = mt;
+  /* at most MMA_TILES_PER_PASS tiles (16 accumulators per thread) in flight
+   * per pass: halve the rows of the pass while they are even, then its
+   * columns down to a pair (one ldmatrix.x4 reads B for two n-tiles), then
+   * step down through divisors (the pass must divide the warp's tiles). Each
+   * pass reloads the fragments of the other operand from shared memory; the
+   * registers it saves keep the big kernels at two blocks per SM. */
+  int ntp = nt, mtp = mt;
   while (mtp * ntp > MMA_TILES_PER_PASS && mtp % 2 == 0) mtp /= 2;
+  while (mtp * ntp > MMA_TILES_PER_PASS && ntp % 2 == 0 && ntp > 2) ntp /= 2;
   while (mtp * ntp > MMA_TILES_PER_PASS) {
     if (ntp > 1) ntp = largest_proper_divisor(ntp);
     else mtp = largest_proper_divisor(mtp);

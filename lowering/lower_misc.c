@@ -193,7 +193,10 @@ void lower_solve(LK *L, const CirInst *in) {
     mlb_for_end(b, &el, 0, NULL);
   }
   mlb_barrier(b);
-  /* 1. diagonal blocks: task = block * 16 + column */
+  /* 1. diagonal blocks: task = block * 16 + column. Unrolled over the 16
+   * rows, the thread's column of T in registers (it reads only what it
+   * wrote): t[i] = -sum_{col <= j < i} A[i, j] t[j], summed in j order as a
+   * loop from the column would, t[col] = 1, zero above. */
   {
     MlbFor tk;
     MlirValue tk_hi = mlb_i32(b, n);
@@ -201,23 +204,21 @@ void lower_solve(LK *L, const CirInst *in) {
     mlb_for_begin(b, &tk, L->tid, tk_hi, tk_step, 0, NULL);
     MlirValue base = mlb_mul(b, mlb_bin(b, "arith.divui", tk.iv, c16), c16);
     MlirValue col = tk.iv; /* absolute column; its block starts at `base` */
-    MlbFor rows;
-    MlirValue rows_hi = mlb_add(b, base, c16);
-    MlirValue rows_step = mlb_i32(b, 1);
-    mlb_for_begin(b, &rows, base, rows_hi, rows_step, 0, NULL);
-    MlirValue r = rows.iv;
-    MlbFor dot;
-    mlb_for_begin(b, &dot, col, r, mlb_i32(b, 1), 1, &zero);
-    MlirValue j = dot.iv;
-    MlirValue a_rj = view_get(L, &A, r, j);
-    MlirValue t_jc = TGET(j, col);
-    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", a_rj, t_jc));
-    mlb_for_end(b, &dot, 1, &acc);
-    MlirValue diag = mlb_cmpi(b, "eq", r, col);
-    MlirValue x = mlb_select(b, diag, one, mlb_cast(b, "arith.negf", mlb_res(dot.op, 0), b->f32));
-    x = mlb_select(b, mlb_cmpi(b, "slt", r, col), zero, x);
-    PUT(Tb, h->stride, r, col, x);
-    mlb_for_end(b, &rows, 0, NULL);
+    MlirValue in_blk = mlb_bin(b, "arith.subi", col, base);
+    MlirValue t[16];
+    for (int i = 0; i < 16; i++) {
+      MlirValue r = mlb_add(b, base, mlb_i32(b, i));
+      MlirValue acc = zero;
+      for (int j = 0; j < i; j++) {
+        MlirValue term = mlb_bin(b, "arith.mulf", view_get(L, &A, r, mlb_add(b, base, mlb_i32(b, j))), t[j]);
+        MlirValue from_col = mlb_cmpi(b, "sle", in_blk, mlb_i32(b, j));
+        acc = mlb_select(b, from_col, mlb_bin(b, "arith.addf", acc, term), acc);
+      }
+      MlirValue ii = mlb_i32(b, i);
+      MlirValue x = mlb_select(b, mlb_cmpi(b, "eq", ii, in_blk), one, mlb_cast(b, "arith.negf", acc, b->f32));
+      t[i] = mlb_select(b, mlb_cmpi(b, "slt", ii, in_blk), zero, x);
+      PUT(Tb, h->stride, r, col, t[i]);
+    }
     mlb_for_end(b, &tk, 0, NULL);
   }
   mlb_barrier(b);
