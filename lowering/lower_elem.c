@@ -600,9 +600,21 @@ int tile_width(const CirInst *v) {
   return 1;
 }
 
-void strided_loop(LK *L, int total, StridedFn fn, void *ctx) {
+/* Items g = tid, tid + NT, ... below `total`: unrolled when each thread has
+ * at most 4, else a loop whose turns take `batch` items each (when they
+ * divide evenly), their loads in flight together. */
+static void strided_items(LK *L, int total, int batch, StridedFn fn, void *ctx) {
   Mlb *b = &L->b;
   int NT = L->nthreads, iters = (total + NT - 1) / NT;
+  if (iters > 4 && batch > 1 && total % (batch * NT) == 0) {
+    MlbFor f;
+    MlirValue hi = mlb_i32(b, total);
+    MlirValue step = mlb_i32(b, batch * NT);
+    mlb_for_begin(b, &f, L->tid, hi, step, 0, NULL);
+    for (int i = 0; i < batch; i++) fn(L, i ? mlb_add(b, f.iv, mlb_i32(b, i * NT)) : f.iv, ctx);
+    mlb_for_end(b, &f, 0, NULL);
+    return;
+  }
   if (iters > 4) {
     MlbFor f;
     MlirValue hi = mlb_i32(b, total);
@@ -627,12 +639,29 @@ void strided_loop(LK *L, int total, StridedFn fn, void *ctx) {
   }
 }
 
+void strided_loop(LK *L, int total, StridedFn fn, void *ctx) { strided_items(L, total, 1, fn, ctx); }
+
+/* Evaluating v: does it read device memory (a load fused into it, not
+ * staged in shared memory), and does it take more than a few ALU
+ * instructions per element (*costly)? */
+static int reads_global(LK *L, const CirInst *v, int *costly) {
+  const Home *h = home_of(L, v);
+  if (h->kind != H_FUSED) return 0;
+  if (v->op == OP_LOAD) return v->ty.rank > 0;
+  if (!op_is_cheap(v->op)) *costly = 1;
+  int any = 0;
+  for (int j = 0; j < v->nargs; j++) any |= reads_global(L, v->args[j], costly);
+  return any;
+}
+
 typedef struct TileLoopCtx {
   const CirInst *v;
   int per_row, W;
   TileFn fn;
   void *ctx;
 } TileLoopCtx;
+
+enum { BATCH_CHEAP = 4, BATCH_COSTLY = 2 };
 
 static void tile_item(LK *L, MlirValue g, void *vctx) {
   Mlb *b = &L->b;
@@ -650,7 +679,12 @@ static void tile_item(LK *L, MlirValue g, void *vctx) {
 
 void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, void *ctx) {
   TileLoopCtx t = {v, cols / W, W, fn, ctx};
-  strided_loop(L, rows * (cols / W), tile_item, &t);
+  /* A tile read from device memory as it is computed: several items per
+   * turn, so that one memory latency covers their loads (fewer when each
+   * item costs special functions, whose temporaries take registers) */
+  const CirInst *x = v->op == OP_STORE ? v->args[0] : v;
+  int costly = 0, global = reads_global(L, x, &costly);
+  strided_items(L, rows * (cols / W), global ? (costly ? BATCH_COSTLY : BATCH_CHEAP) : 1, tile_item, &t);
 }
 
 typedef struct MatCtx {

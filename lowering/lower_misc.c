@@ -76,18 +76,29 @@ static void line_loop(LK *L, const CirInst *in, int scan) {
   mlb_for_begin(b, &lines, L->tid, lines_hi, lines_step, 0, NULL);
   MlirValue line = lines.iv;
   MlirValue init = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
+  /* U elements per turn, read before they are summed (in order), so that
+   * their loads overlap rather than each waiting on the previous sum */
+  int U = len % 8 == 0 ? 8 : len % 4 == 0 ? 4 : 1;
   MlbFor walk;
   MlirValue walk_lo = mlb_i32(b, 0);
   MlirValue walk_hi = mlb_i32(b, len);
-  MlirValue walk_step = mlb_i32(b, 1);
+  MlirValue walk_step = mlb_i32(b, U);
   mlb_for_begin(b, &walk, walk_lo, walk_hi, walk_step, 1, &init);
-  MlirValue i = reverse ? mlb_bin(b, "arith.subi", mlb_i32(b, len - 1), walk.iv) : walk.iv;
-  MlirValue x = line_elem(L, src, along_rows, line, i);
-  MlirValue acc = is_max ? mlb_bin(b, "arith.maximumf", walk.iter[0], x) : mlb_bin(b, "arith.addf", walk.iter[0], x);
-  if (scan) {
-    MlirValue r = along_rows ? i : line, c = along_rows ? line : i;
-    if (src->ty.rank == 1) r = mlb_i32(b, 0), c = i;
-    put(L, in, r, c, acc);
+  MlirValue idx[8], xs[8];
+  for (int u = 0; u < U; u++) {
+    MlirValue k = u ? mlb_add(b, walk.iv, mlb_i32(b, u)) : walk.iv;
+    idx[u] = reverse ? mlb_bin(b, "arith.subi", mlb_i32(b, len - 1), k) : k;
+    xs[u] = line_elem(L, src, along_rows, line, idx[u]);
+  }
+  MlirValue acc = walk.iter[0];
+  for (int u = 0; u < U; u++) {
+    acc = is_max ? mlb_bin(b, "arith.maximumf", acc, xs[u]) : mlb_bin(b, "arith.addf", acc, xs[u]);
+    if (scan) {
+      MlirValue i = idx[u];
+      MlirValue r = along_rows ? i : line, c = along_rows ? line : i;
+      if (src->ty.rank == 1) r = mlb_i32(b, 0), c = i;
+      put(L, in, r, c, acc);
+    }
   }
   mlb_for_end(b, &walk, 1, &acc);
   if (!scan) {
