@@ -85,6 +85,9 @@ def main():
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
     ap.add_argument('--vblock', type=int, default=0, choices=(0, 16, 32), help='0: chosen from the problem')
+    ap.add_argument('--dump', default='', help="save Cake's output of each case here (o_<variant>_<shape>.pt), to compare builds")
+    ap.add_argument('--compare', default='',
+                    help="compare Cake's output of each case bit for bit with the one saved in this folder by --dump")
     ap.add_argument('--kernels', action='store_true',
                     help="also each kernel's device time (torch profiler), Cake's and fla's")
     ap.add_argument('--dry-run', action='store_true', help='plan and validate only: no torch, no GPU')
@@ -135,6 +138,16 @@ def main():
             ours()
             torch.cuda.synchronize()
             rec = dict(variant=variant, shape=skey, T=T, H=H, seqlens=shape.get('seqlens'), cake_variant=vs)
+            if args.dump:
+                os.makedirs(args.dump, exist_ok=True)
+                torch.save(o.cpu(), os.path.join(args.dump, f'o_{variant}_{skey}.pt'))
+            if args.compare:
+                other = torch.load(os.path.join(args.compare, f'o_{variant}_{skey}.pt'))
+                same = torch.equal(o.cpu().view(torch.int16), other.view(torch.int16))
+                rec['bitwise_same_as_compare'] = same
+                if not same:
+                    d = (o.cpu().double() - other.double()).abs()
+                    rec['max_abs_diff_vs_compare'] = d.max().item()
             rec['cake_ms'] = bench(ours)
             rec['cake_prep_ms'] = bench(launch['fwd_prep'])
             rec['cake_chain_ms'] = bench(launch['fwd_chain'])
