@@ -242,14 +242,23 @@ void lower_solve(LK *L, const CirInst *in) {
     mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
     MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, cols)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, cols));
     MlirValue row = mlb_add(b, r, mlb_i32(b, 16 * I));
+    /* m from c up, as a fixed-length loop of 8 terms a turn (read first,
+     * then summed in order; terms below c skipped) */
     MlbFor dot;
-    MlirValue dot_hi = mlb_i32(b, 16 * I);
-    MlirValue dot_step = mlb_i32(b, 1);
-    mlb_for_begin(b, &dot, c, dot_hi, dot_step, 1, &zero);
-    MlirValue a_rm = view_get(L, &A, row, dot.iv);
-    MlirValue t_mc = TGET(dot.iv, c);
-    MlirValue acc = mlb_bin(b, "arith.addf", dot.iter[0], mlb_bin(b, "arith.mulf", a_rm, t_mc));
-    mlb_for_end(b, &dot, 1, &acc);
+    mlb_for_begin(b, &dot, mlb_i32(b, 0), mlb_i32(b, 16 * I), mlb_i32(b, 8), 1, &zero);
+    {
+      MlirValue ms[8], av[8], tv[8];
+      for (int u = 0; u < 8; u++) {
+        ms[u] = u ? mlb_add(b, dot.iv, mlb_i32(b, u)) : dot.iv;
+        av[u] = view_get(L, &A, row, ms[u]);
+        tv[u] = TGET(ms[u], c);
+      }
+      MlirValue acc = dot.iter[0];
+      for (int u = 0; u < 8; u++)
+        acc = mlb_select(b, mlb_cmpi(b, "sge", ms[u], c), mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", av[u], tv[u])),
+                         acc);
+      mlb_for_end(b, &dot, 1, &acc);
+    }
     PUT(Xb, xs, r, c, mlb_res(dot.op, 0));
     mlb_for_end(b, &el, 0, NULL);
     mlb_barrier(b);
@@ -262,15 +271,19 @@ void lower_solve(LK *L, const CirInst *in) {
     c = mlb_bin(b, "arith.remui", el2.iv, mlb_i32(b, cols));
     row = mlb_add(b, r, mlb_i32(b, 16 * I));
     MlirValue x0 = smem_load_vals(L, Xb, DT_F32, xs, r, c, 1).v[0];
-    MlbFor d2;
-    MlirValue d2_lo = mlb_i32(b, 0);
-    MlirValue d2_step = mlb_i32(b, 1);
-    mlb_for_begin(b, &d2, d2_lo, r, d2_step, 1, &x0);
-    MlirValue xm = smem_load_vals(L, Xb, DT_F32, xs, d2.iv, c, 1).v[0];
-    MlirValue acc2 = mlb_bin(b, "arith.addf", d2.iter[0],
-                             mlb_bin(b, "arith.mulf", TGET(row, mlb_add(b, d2.iv, mlb_i32(b, 16 * I))), xm));
-    mlb_for_end(b, &d2, 1, &acc2);
-    PUT(Tb, h->stride, row, c, mlb_cast(b, "arith.negf", mlb_res(d2.op, 0), b->f32));
+    /* m < r of 16, unrolled: read first, then summed in order */
+    MlirValue acc2 = x0;
+    {
+      MlirValue tv[16], xv[16];
+      for (int m = 0; m < 16; m++) {
+        tv[m] = TGET(row, mlb_i32(b, 16 * I + m));
+        xv[m] = smem_load_vals(L, Xb, DT_F32, xs, mlb_i32(b, m), c, 1).v[0];
+      }
+      for (int m = 0; m < 16; m++)
+        acc2 = mlb_select(b, mlb_cmpi(b, "slt", mlb_i32(b, m), r),
+                          mlb_bin(b, "arith.addf", acc2, mlb_bin(b, "arith.mulf", tv[m], xv[m])), acc2);
+    }
+    PUT(Tb, h->stride, row, c, mlb_cast(b, "arith.negf", acc2, b->f32));
     mlb_for_end(b, &el2, 0, NULL);
     if (I + 1 < nb) mlb_barrier(b);
   }
