@@ -45,6 +45,19 @@ void mlb_init(Mlb *b, MlirContext ctx) {
   b->ptr_generic = mlb_type(b, "!llvm.ptr");
 }
 
+/* Ops that read and write registers only (no memory, no control flow, no
+ * synchronisation): they leave a preceding barrier in force. */
+static int register_only(const char *name) {
+  static const char *const prefixes[] = {"arith.", "math.", "vector.", "llvm.mlir.constant", "llvm.mlir.undef",
+                                         "llvm.mlir.poison", "llvm.extractvalue", "llvm.insertvalue",
+                                         "llvm.extractelement", "llvm.insertelement", "llvm.bitcast",
+                                         "llvm.getelementptr", "llvm.addrspacecast", "llvm.inttoptr", "llvm.ptrtoint",
+                                         "nvvm.read.ptx.sreg.", "gpu.thread_id", "gpu.block_id"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+  return 0;
+}
+
 MlirOperation mlb_op(Mlb *b, const char *name, int nres, const MlirType *res, int nops, const MlirValue *ops,
                      int nattrs, const MlirNamedAttribute *attrs) {
   MlirOperationState st = mlirOperationStateGet(S(name), b->loc);
@@ -54,6 +67,7 @@ MlirOperation mlb_op(Mlb *b, const char *name, int nres, const MlirType *res, in
   MlirOperation op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(op)) cake_die("cannot create MLIR operation '%s'", name);
   mlirBlockAppendOwnedOperation(b->block, op);
+  if (!register_only(name)) b->quiet = 0;
   return op;
 }
 
@@ -220,6 +234,7 @@ void mlb_for_begin(Mlb *b, MlbFor *f, MlirValue lo, MlirValue hi, MlirValue step
   f->op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(f->op)) cake_die("cannot create scf.for");
   mlirBlockAppendOwnedOperation(b->block, f->op);
+  b->quiet = 0;
   f->iv = mlirBlockGetArgument(f->body, 0);
   f->niter = niter;
   for (int i = 0; i < niter; i++) f->iter[i] = mlirBlockGetArgument(f->body, i + 1);
@@ -245,6 +260,7 @@ void mlb_if_begin(Mlb *b, MlbIf *f, MlirValue cond, int nres, const MlirType *re
   f->op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(f->op)) cake_die("cannot create scf.if");
   mlirBlockAppendOwnedOperation(b->block, f->op);
+  b->quiet = 0;
   f->nres = nres;
   f->saved = b->block;
   b->block = f->then_b;
@@ -271,4 +287,9 @@ static MlirValue gpu_id(Mlb *b, const char *op, int dim) {
 
 MlirValue mlb_thread_id(Mlb *b) { return gpu_id(b, "gpu.thread_id", 0); }
 MlirValue mlb_block_id(Mlb *b, int dim) { return gpu_id(b, "gpu.block_id", dim); }
-void mlb_barrier(Mlb *b) { mlb_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL); }
+void mlb_barrier(Mlb *b) {
+  if (b->quiet && mlirBlockEqual(b->quiet_block, b->block)) return;
+  mlb_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL);
+  b->quiet = 1;
+  b->quiet_block = b->block;
+}

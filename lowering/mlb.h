@@ -29,6 +29,10 @@ typedef struct Mlb {
   MlirContext ctx;
   MlirBlock block;
   MlirLocation loc;
+  /* a barrier was the last op in `quiet_block` but for ops that touch no
+   * memory and no control flow: another one there would be redundant */
+  int quiet;
+  MlirBlock quiet_block;
   /* cached types */
   MlirType i1, i8, i16, i32, i64, f32, bf16, f16, index, ptr_g, ptr_s, ptr_generic;
 } Mlb;
@@ -102,6 +106,6 @@ void mlb_if_end(Mlb *b, MlbIf *f, int n, const MlirValue *yield);
 /* gpu */
 MlirValue mlb_thread_id(Mlb *b);          /* i32 */
 MlirValue mlb_block_id(Mlb *b, int dim);  /* i32; dim 0, 1, 2 = x, y, z */
-void mlb_barrier(Mlb *b);
+void mlb_barrier(Mlb *b); /* a block barrier; none when one precedes it with nothing between that matters */
 
 #endif
