@@ -28,7 +28,7 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
   MlirValue table = arg_of(L, ARG_CHUNK_TABLE, NULL, 0);
   MlirValue c64 = mlb_cast(b, "arith.extsi", c, b->i64);
   MlirValue off = mlb_mul(b, c64, mlb_i64(b, 16));
-  MlirValue row = mlb_load(b, mlb_vec(b, 4, b->i32), mlb_gep(b, table, off), 16);
+  MlirValue row = mlb_load_table(b, mlb_vec(b, 4, b->i32), mlb_gep(b, table, off), 16);
   ChunkInfo *ci = &L->chunks[idx->id];
   ci->start = mlb_vextract(b, row, 0);
   ci->end = mlb_vextract(b, row, 1);
@@ -39,11 +39,11 @@ static void load_chunk(LK *L, const CirInst *idx, MlirValue c) {
   if (L->shifts & 2) { /* the document's end: the end of its last chunk (doc_table[doc + 1] - 1) */
     MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
     MlirValue d1 = mlb_cast(b, "arith.extsi", mlb_add(b, ci->doc, mlb_i32(b, 1)), b->i64);
-    MlirValue next = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d1, mlb_i64(b, 4))), 4);
+    MlirValue next = mlb_load_table(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d1, mlb_i64(b, 4))), 4);
     MlirValue last = mlb_cast(b, "arith.extsi", mlb_bin(b, "arith.subi", next, mlb_i32(b, 1)), b->i64);
     MlirValue last_off = mlb_mul(b, last, mlb_i64(b, 16));
     MlirValue end_off = mlb_add(b, last_off, mlb_i64(b, 4));
-    ci->doc_end = mlb_load(b, b->i32, mlb_gep(b, table, end_off), 4);
+    ci->doc_end = mlb_load_table(b, b->i32, mlb_gep(b, table, end_off), 4);
   }
   ci->set = 1;
 }
@@ -157,19 +157,19 @@ static void emit_for(LK *L, const CirInst *f) {
   } else if (f->before == 3) { /* ends(): the first and count of its entries at 6 N of the fragment table */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
     MlirValue at = mlb_mul_c(b, arg_of(L, ARG_DIM, NULL, L->p->docs_dim), 6);
-    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
+    before_first = mlb_load_table(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
     lo = mlb_i32(b, 0);
     MlirValue at1 = mlb_add_c(b, at, 1);
-    hi = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at1, 4), b->i64)), 4);
+    hi = mlb_load_table(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at1, 4), b->i64)), 4);
   } else if (f->before) { /* the fragments before (after) fragment args[0]: from the fragment table */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
     int col = f->before == 2 ? 4 : 2; /* first, count */
     MlirValue at = mlb_add_c(b, mlb_mul_c(b, eval_scalar(L, f->args[0]), 6), col);
     MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
-    before_first = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
+    before_first = mlb_load_table(b, b->i32, mlb_gep(b, ft, off), 4);
     lo = mlb_i32(b, 0);
     MlirValue off1 = mlb_cast(b, "arith.extsi", mlb_mul_c(b, mlb_add_c(b, at, 1), 4), b->i64);
-    hi = mlb_load(b, b->i32, mlb_gep(b, ft, off1), 4);
+    hi = mlb_load_table(b, b->i32, mlb_gep(b, ft, off1), 4);
   } else if (f->all_chunks) { /* every chunk of the sequence: args[0] is the chunk count */
     lo = mlb_i32(b, 0);
     hi = eval_scalar(L, f->args[0]);
@@ -177,9 +177,9 @@ static void emit_for(LK *L, const CirInst *f) {
     MlirValue doc = eval_scalar(L, f->args[0]);
     MlirValue dt = arg_of(L, ARG_DOC_TABLE, NULL, 0);
     MlirValue d64 = mlb_cast(b, "arith.extsi", doc, b->i64);
-    lo = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
+    lo = mlb_load_table(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64, mlb_i64(b, 4))), 4);
     MlirValue d64_next = mlb_add(b, d64, mlb_i64(b, 1));
-    hi = mlb_load(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64_next, mlb_i64(b, 4))), 4);
+    hi = mlb_load_table(b, b->i32, mlb_gep(b, dt, mlb_mul(b, d64_next, mlb_i64(b, 4))), 4);
   }
   const CirBlock *body = f->body;
   /* initial values into buffer 0 of each carry */
@@ -249,7 +249,7 @@ static void emit_for(LK *L, const CirInst *f) {
       MlirValue entry = mlb_mul_c(b, mlb_add(b, before_first, chunk), 2);
       MlirValue at = mlb_add_c(b, mlb_add(b, base, entry), c->axis);
       MlirValue off = mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64);
-      h->scalar = mlb_load(b, b->i32, mlb_gep(b, ft, off), 4);
+      h->scalar = mlb_load_table(b, b->i32, mlb_gep(b, ft, off), 4);
       h->emitted = 1;
     } else if (c->op == OP_CHUNKVAR || c->op == OP_LOOPVAR) {
       h->scalar = chunk;
@@ -499,7 +499,7 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
      * rounds); the others' blocks do nothing (the condition is the block's) */
     MlirValue ft = arg_of(L, ARG_FRAG_TABLE, NULL, 0);
     MlirValue at = mlb_add_c(b, mlb_mul_c(b, L->grid[k->rounds_axis], 6), k->rounds == 2 ? 5 : 3);
-    MlirValue pos = mlb_load(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
+    MlirValue pos = mlb_load_table(b, b->i32, mlb_gep(b, ft, mlb_cast(b, "arith.extsi", mlb_mul_c(b, at, 4), b->i64)), 4);
     MlbIf active;
     mlb_if_begin(b, &active, mlb_cmpi(b, "eq", pos, arg_of(L, ARG_ROUND, NULL, 0)), 0, NULL);
     emit_block(L, &k->body);

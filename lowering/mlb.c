@@ -45,14 +45,17 @@ void mlb_init(Mlb *b, MlirContext ctx) {
   b->ptr_generic = mlb_type(b, "!llvm.ptr");
 }
 
-/* Ops that read and write registers only (no memory, no control flow, no
- * synchronisation): they leave a preceding barrier in force. */
-static int register_only(const char *name) {
+/* Ops after which a block barrier orders nothing more than the previous one
+ * did: register arithmetic, region terminators, and asynchronous copies
+ * issued or committed (their data is ordered by a wait and the barrier after
+ * it, not by the barrier that follows the issue). */
+static int barrier_neutral(const char *name) {
   static const char *const prefixes[] = {"arith.", "math.", "vector.", "llvm.mlir.constant", "llvm.mlir.undef",
                                          "llvm.mlir.poison", "llvm.extractvalue", "llvm.insertvalue",
                                          "llvm.extractelement", "llvm.insertelement", "llvm.bitcast",
                                          "llvm.getelementptr", "llvm.addrspacecast", "llvm.inttoptr", "llvm.ptrtoint",
-                                         "nvvm.read.ptx.sreg.", "gpu.thread_id", "gpu.block_id"};
+                                         "nvvm.read.ptx.sreg.", "gpu.thread_id", "gpu.block_id", "scf.yield",
+                                         "nvvm.cp.async.shared.global", "nvvm.cp.async.commit.group"};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
   return 0;
@@ -67,7 +70,7 @@ MlirOperation mlb_op(Mlb *b, const char *name, int nres, const MlirType *res, in
   MlirOperation op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(op)) cake_die("cannot create MLIR operation '%s'", name);
   mlirBlockAppendOwnedOperation(b->block, op);
-  if (!register_only(name)) b->quiet = 0;
+  if (!barrier_neutral(name)) b->quiet = 0;
   return op;
 }
 
@@ -176,6 +179,13 @@ MlirValue mlb_load(Mlb *b, MlirType t, MlirValue ptr, int align) {
   return mlb_op1(b, "llvm.load", t, 1, &ptr, 1, &na);
 }
 
+MlirValue mlb_load_table(Mlb *b, MlirType t, MlirValue ptr, int align) {
+  int quiet = b->quiet;
+  MlirValue v = mlb_load(b, t, ptr, align);
+  b->quiet = quiet; /* no thread writes it: nothing for a barrier to order */
+  return v;
+}
+
 void mlb_store(Mlb *b, MlirValue v, MlirValue ptr, int align) {
   MlirNamedAttribute na = mlb_named(b, "alignment", mlirIntegerAttrGet(b->i64, align));
   MlirValue ops[2] = {v, ptr};
@@ -234,7 +244,6 @@ void mlb_for_begin(Mlb *b, MlbFor *f, MlirValue lo, MlirValue hi, MlirValue step
   f->op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(f->op)) cake_die("cannot create scf.for");
   mlirBlockAppendOwnedOperation(b->block, f->op);
-  b->quiet = 0;
   f->iv = mlirBlockGetArgument(f->body, 0);
   f->niter = niter;
   for (int i = 0; i < niter; i++) f->iter[i] = mlirBlockGetArgument(f->body, i + 1);
@@ -242,10 +251,17 @@ void mlb_for_begin(Mlb *b, MlbFor *f, MlirValue lo, MlirValue hi, MlirValue step
   b->block = f->body;
 }
 
+/* Leaving a region: a barrier inside it is not one of the enclosing block's
+ * (the next barrier there is needed) */
+static void leave_region(Mlb *b, MlirBlock inner, MlirBlock outer) {
+  if (mlirBlockEqual(b->bar_block, inner)) b->quiet = 0;
+  b->block = outer;
+}
+
 void mlb_for_end(Mlb *b, MlbFor *f, int n, const MlirValue *yield) {
   CAKE_ASSERT(n == f->niter);
   mlb_op(b, "scf.yield", 0, NULL, n, yield, 0, NULL);
-  b->block = f->saved;
+  leave_region(b, f->body, f->saved);
 }
 
 void mlb_if_begin(Mlb *b, MlbIf *f, MlirValue cond, int nres, const MlirType *res) {
@@ -260,7 +276,6 @@ void mlb_if_begin(Mlb *b, MlbIf *f, MlirValue cond, int nres, const MlirType *re
   f->op = mlirOperationCreate(&st);
   if (mlirOperationIsNull(f->op)) cake_die("cannot create scf.if");
   mlirBlockAppendOwnedOperation(b->block, f->op);
-  b->quiet = 0;
   f->nres = nres;
   f->saved = b->block;
   b->block = f->then_b;
@@ -268,12 +283,12 @@ void mlb_if_begin(Mlb *b, MlbIf *f, MlirValue cond, int nres, const MlirType *re
 
 void mlb_if_else(Mlb *b, MlbIf *f, int n, const MlirValue *yield) {
   mlb_op(b, "scf.yield", 0, NULL, n, yield, 0, NULL);
-  b->block = f->else_b;
+  leave_region(b, f->then_b, f->else_b);
 }
 
 void mlb_if_end(Mlb *b, MlbIf *f, int n, const MlirValue *yield) {
   mlb_op(b, "scf.yield", 0, NULL, n, yield, 0, NULL);
-  b->block = f->saved;
+  leave_region(b, f->else_b, f->saved);
 }
 
 /* ---- gpu ---- */
@@ -288,8 +303,8 @@ static MlirValue gpu_id(Mlb *b, const char *op, int dim) {
 MlirValue mlb_thread_id(Mlb *b) { return gpu_id(b, "gpu.thread_id", 0); }
 MlirValue mlb_block_id(Mlb *b, int dim) { return gpu_id(b, "gpu.block_id", dim); }
 void mlb_barrier(Mlb *b) {
-  if (b->quiet && mlirBlockEqual(b->quiet_block, b->block)) return;
+  if (b->quiet && mlirBlockEqual(b->bar_block, b->block)) return;
   mlb_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL);
   b->quiet = 1;
-  b->quiet_block = b->block;
+  b->bar_block = b->block;
 }

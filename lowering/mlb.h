@@ -29,10 +29,12 @@ typedef struct Mlb {
   MlirContext ctx;
   MlirBlock block;
   MlirLocation loc;
-  /* a barrier was the last op in `quiet_block` but for ops that touch no
-   * memory and no control flow: another one there would be redundant */
+  /* since the last barrier, which is in `bar_block`, only ops that another
+   * barrier would not order (register arithmetic, read-only table loads,
+   * asynchronous copies issued, control flow around them): one more barrier
+   * in bar_block would be redundant */
   int quiet;
-  MlirBlock quiet_block;
+  MlirBlock bar_block;
   /* cached types */
   MlirType i1, i8, i16, i32, i64, f32, bf16, f16, index, ptr_g, ptr_s, ptr_generic;
 } Mlb;
@@ -76,6 +78,8 @@ MlirValue mlb_intrinsic(Mlb *b, const char *name, MlirType res, int n, const Mli
 /* memory (llvm dialect); offsets in bytes */
 MlirValue mlb_gep(Mlb *b, MlirValue base, MlirValue byte_off);
 MlirValue mlb_load(Mlb *b, MlirType t, MlirValue ptr, int align);
+/* a load of memory that nothing writes while the kernel runs (the runtime's tables) */
+MlirValue mlb_load_table(Mlb *b, MlirType t, MlirValue ptr, int align);
 void mlb_store(Mlb *b, MlirValue v, MlirValue ptr, int align);
 MlirValue mlb_extract(Mlb *b, MlirValue agg, int i, MlirType t);    /* llvm.extractvalue */
 MlirValue mlb_vextract(Mlb *b, MlirValue vec, int i);                 /* vector.extractelement via llvm */
