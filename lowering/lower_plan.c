@@ -65,6 +65,15 @@ static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
   return 0;
 }
 
+/* Does the matmul mm, or one summed into its accumulators, read `carry` as
+ * it runs (as an operand, directly or through fused values)? */
+static int matmul_reads(LK *L, const CirInst *mm, const CirInst *carry) {
+  for (const CirInst *t = mm; t; t = home_of(L, t)->sum_with)
+    for (int j = 0; j < t->nargs; j++)
+      if (fused_reads(L, t->args[j], carry)) return 1;
+  return 0;
+}
+
 /* Does recomputing v cost a special-function instruction or a global load? */
 static int expensive_tree(LK *L, const CirInst *v) {
   if (v->op == OP_LOAD || (cake_ops[v->op].kind == OK_UNARY && !op_is_cheap(v->op)) || v->op == OP_DIV ||
@@ -510,8 +519,10 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
         if (!c || home_of(L, c)->nbufs != 1 || y->ty.rank != 2 || home_of(L, y)->kind != H_FUSED) continue;
         const CirInst *mm = epilogue_of_tree(L, y, &y->ty, 0);
         if (!mm || home_of(L, mm)->epilogue) continue;
-        /* writing the carry early: nothing after the matmul may read it, but the yield */
-        int ok = 1;
+        /* writing the carry early: nothing after the matmul may read it, but
+         * the yield, and neither may the matmul itself (its warps would
+         * overwrite an operand that others still read) */
+        int ok = !matmul_reads(L, mm, c);
         for (int j = 0; j < f->body->len && ok; j++) {
           const CirInst *u = f->body->insts[j];
           /* fused values are read where their consumers are; those are checked */

@@ -1,6 +1,7 @@
 /* mlb.c - the op builder (see mlb.h). */
 #include "mlb.h"
 
+#include <mlir-c/Dialect/LLVM.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ void mlb_init(Mlb *b, MlirContext ctx) {
  * issued or committed (their data is ordered by a wait and the barrier after
  * it, not by the barrier that follows the issue). */
 static int barrier_neutral(const char *name) {
-  static const char *const prefixes[] = {"arith.", "math.", "vector.", "llvm.mlir.constant", "llvm.mlir.undef",
+  static const char *const prefixes[] = {"arith.", "math.", "llvm.mlir.constant", "llvm.mlir.undef",
                                          "llvm.mlir.poison", "llvm.extractvalue", "llvm.insertvalue",
                                          "llvm.extractelement", "llvm.insertelement", "llvm.bitcast",
                                          "llvm.getelementptr", "llvm.addrspacecast", "llvm.inttoptr", "llvm.ptrtoint",
@@ -180,6 +181,8 @@ MlirValue mlb_load(Mlb *b, MlirType t, MlirValue ptr, int align) {
 }
 
 MlirValue mlb_load_table(Mlb *b, MlirType t, MlirValue ptr, int align) {
+  /* the tables live in device memory (address space 1), never in shared memory */
+  CAKE_ASSERT(mlirLLVMPointerTypeGetAddressSpace(mlirValueGetType(ptr)) == 1);
   int quiet = b->quiet;
   MlirValue v = mlb_load(b, t, ptr, align);
   b->quiet = quiet; /* no thread writes it: nothing for a barrier to order */
