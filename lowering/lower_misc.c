@@ -222,12 +222,17 @@ void lower_solve(LK *L, const CirInst *in) {
       MlirValue acc = zero;
       for (int j = 0; j < i; j++) {
         MlirValue term = mlb_bin(b, "arith.mulf", view_get(L, &A, r, mlb_add(b, base, mlb_i32(b, j))), t[j]);
-        MlirValue from_col = mlb_cmpi(b, "sle", in_blk, mlb_i32(b, j));
-        acc = mlb_select(b, from_col, mlb_bin(b, "arith.addf", acc, term), acc);
+        MlirValue jj = mlb_i32(b, j);
+        MlirValue from_col = mlb_cmpi(b, "sle", in_blk, jj);
+        MlirValue sum = mlb_bin(b, "arith.addf", acc, term);
+        acc = mlb_select(b, from_col, sum, acc);
       }
       MlirValue ii = mlb_i32(b, i);
-      MlirValue x = mlb_select(b, mlb_cmpi(b, "eq", ii, in_blk), one, mlb_cast(b, "arith.negf", acc, b->f32));
-      t[i] = mlb_select(b, mlb_cmpi(b, "slt", ii, in_blk), zero, x);
+      MlirValue on_diag = mlb_cmpi(b, "eq", ii, in_blk);
+      MlirValue neg = mlb_cast(b, "arith.negf", acc, b->f32);
+      MlirValue x = mlb_select(b, on_diag, one, neg);
+      MlirValue above = mlb_cmpi(b, "slt", ii, in_blk);
+      t[i] = mlb_select(b, above, zero, x);
       PUT(Tb, h->stride, r, col, t[i]);
     }
     mlb_for_end(b, &tk, 0, NULL);
@@ -245,7 +250,10 @@ void lower_solve(LK *L, const CirInst *in) {
     /* m from c up, as a fixed-length loop of 8 terms a turn (read first,
      * then summed in order; terms below c skipped) */
     MlbFor dot;
-    mlb_for_begin(b, &dot, mlb_i32(b, 0), mlb_i32(b, 16 * I), mlb_i32(b, 8), 1, &zero);
+    MlirValue dot_lo = mlb_i32(b, 0);
+    MlirValue dot_hi = mlb_i32(b, 16 * I);
+    MlirValue dot_step = mlb_i32(b, 8);
+    mlb_for_begin(b, &dot, dot_lo, dot_hi, dot_step, 1, &zero);
     {
       MlirValue ms[8], av[8], tv[8];
       for (int u = 0; u < 8; u++) {
@@ -254,9 +262,12 @@ void lower_solve(LK *L, const CirInst *in) {
         tv[u] = TGET(ms[u], c);
       }
       MlirValue acc = dot.iter[0];
-      for (int u = 0; u < 8; u++)
-        acc = mlb_select(b, mlb_cmpi(b, "sge", ms[u], c), mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", av[u], tv[u])),
-                         acc);
+      for (int u = 0; u < 8; u++) {
+        MlirValue in_tri = mlb_cmpi(b, "sge", ms[u], c);
+        MlirValue prod = mlb_bin(b, "arith.mulf", av[u], tv[u]);
+        MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
+        acc = mlb_select(b, in_tri, sum, acc);
+      }
       mlb_for_end(b, &dot, 1, &acc);
     }
     PUT(Xb, xs, r, c, mlb_res(dot.op, 0));
@@ -279,9 +290,13 @@ void lower_solve(LK *L, const CirInst *in) {
         tv[m] = TGET(row, mlb_i32(b, 16 * I + m));
         xv[m] = smem_load_vals(L, Xb, DT_F32, xs, mlb_i32(b, m), c, 1).v[0];
       }
-      for (int m = 0; m < 16; m++)
-        acc2 = mlb_select(b, mlb_cmpi(b, "slt", mlb_i32(b, m), r),
-                          mlb_bin(b, "arith.addf", acc2, mlb_bin(b, "arith.mulf", tv[m], xv[m])), acc2);
+      for (int m = 0; m < 16; m++) {
+        MlirValue mm = mlb_i32(b, m);
+        MlirValue below = mlb_cmpi(b, "slt", mm, r);
+        MlirValue prod = mlb_bin(b, "arith.mulf", tv[m], xv[m]);
+        MlirValue sum = mlb_bin(b, "arith.addf", acc2, prod);
+        acc2 = mlb_select(b, below, sum, acc2);
+      }
     }
     PUT(Tb, h->stride, row, c, mlb_cast(b, "arith.negf", acc2, b->f32));
     mlb_for_end(b, &el2, 0, NULL);
