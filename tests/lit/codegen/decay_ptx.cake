@@ -24,7 +24,7 @@ entry fwd = fused, stored
 // CHECK-LABEL: // ---- kernel fused_
 // CHECK: [[NINF:%cst[_0-9]*]] = arith.constant 0xFF800000 : f32
 // CHECK-NEXT: [[KEEP:%[0-9]+]] = arith.cmpi sle, [[J:%[0-9]+]], [[R:%[0-9]+]] : i32
-// CHECK-NEXT: [[DIFF:%[0-9]+]] = arith.subf %{{[0-9]+}}, %{{[0-9]+}} : f32
+// CHECK-NEXT: [[DIFF:%[0-9]+]] = arith.subf %{{[0-9]+}}, %{{[0-9]+}} fastmath<contract> : f32
 // CHECK-NEXT: [[X:%[0-9]+]] = arith.select [[KEEP]], [[DIFF]], [[NINF]] : f32
 // CHECK: [[Y:%[0-9]+]] = arith.mulf [[X]], %{{.*}} : f32
 // CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"([[Y]])

@@ -37,7 +37,7 @@ entry fwd = k
 // CHECK-NOT: arith.fptosi
 // CHECK: llvm.call_intrinsic "llvm.fabs.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// CHECK: %[[U:[0-9]+]] = arith.addf %cst{{.*}}, %{{[0-9]+}} : f32
+// CHECK: %[[U:[0-9]+]] = arith.addf %cst{{.*}}, %{{[0-9]+}} fastmath<contract> : f32
 // CHECK: arith.cmpf oeq, %[[U]], %cst{{.*}} : f32
 // CHECK: arith.maximumf
 // PTX: div.s32
