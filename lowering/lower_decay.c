@@ -71,9 +71,13 @@ typedef struct DiagWalk {
   int stride, cw, w, ng;
 } DiagWalk;
 
+/* The lane's channels, 4 at a time: group cg reads channels 4 (ng o + cg) ..
+ * + 3 for o = 0 .. cw / 4 - 1, so the ng lanes of a block read one
+ * contiguous stretch of each row together (no shared-memory bank conflicts
+ * among them). */
 static void diag_load(LK *L, const DiagWalk *s, const View *v, MlirValue row, MlirValue *x) {
   for (int o = 0; o < s->cw; o += s->w) {
-    MlirValue c = mlb_add_c(&L->b, s->c0, o);
+    MlirValue c = mlb_add_c(&L->b, s->c0, o * s->ng);
     Vals t = view_vals(L, v, row, c, s->w);
     for (int i = 0; i < s->w; i++) x[o + i] = t.v[i];
   }
@@ -145,14 +149,14 @@ static void diag_blocks(LK *L, const View *A, const View *B, const View *G, Mlir
   s.ng = 8;
   while (K / s.ng > DIAG_MAXCW) s.ng *= 2;
   s.cw = K / s.ng;
-  s.w = 8;
+  s.w = 4;
   while (s.cw % s.w) s.w /= 2;
   int bpw = 32 / s.ng, passes = (nb + bpw - 1) / bpw, nw = L->nthreads / 32;
   MlirValue lane = mlb_bin_c(b, "arith.remui", L->tid, 32);
   MlirValue warp = mlb_bin_c(b, "arith.divui", L->tid, 32);
   MlirValue cg = mlb_bin_c(b, "arith.remui", lane, s.ng);
   MlirValue sub = mlb_bin_c(b, "arith.divui", lane, s.ng);
-  s.c0 = mlb_mul_c(b, cg, s.cw);
+  s.c0 = mlb_mul_c(b, cg, s.w);
   MlirValue first = mlb_cmpi(b, "eq", cg, mlb_i32(b, 0));
   /* units (column pair p, pass q) = q * 8 + p over the warps in turn */
   MlbFor units;
