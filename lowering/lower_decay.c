@@ -16,8 +16,6 @@
 
 #include "lower.h"
 
-#define DIAG_MAXCW 16 /* channels per lane in the diagonal blocks */
-
 /* The staging area of a decay_dot: b' holds one block row's rows at a time. */
 int decay_bprime_rows(int C) { return C - 16; }
 
@@ -53,158 +51,12 @@ static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValu
   return mlb_add(b, base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, row, stride), col), 2));
 }
 
-/* The diagonal blocks by running products. For r >= j in one 16-row block,
- *   exp(g[r] - g[j]) = d[j + 1] d[j + 2] ... d[r],  d[t] = exp(g[t] - g[t - 1]) <= 1,
- * so column j of the block's triangle is a walk down the rows with
- * F = b[j] d[j + 1] ... d[r] (per channel, never above |b[j]|: nothing
- * overflows, what flushes to 0 is below 2^-126) and D[r, j] = sum_c a[r, c] F[c].
- * A lane owns (block, column pair {j, 15 - j}, group of cw channels): both
- * columns walk the same rows below 15 - j, so each d is computed once per
- * lane; the pair's 17 rows balance the lanes. The 8 (or more) channel groups
- * of a block lie in adjacent lanes and add their partial sums by a fixed
- * butterfly; a warp takes one column pair of up to 32 / ng blocks at a time.
- * Each output's sum is in a fixed order (the lane's channels in order, then
- * the butterfly), so results do not depend on timing. */
-typedef struct DiagWalk {
-  const View *A, *B, *G;
-  MlirValue out, R0, c0, lead;
-  int stride, cw, w, ng;
-} DiagWalk;
-
-/* The lane's channels, 4 at a time: group cg reads channels 4 (ng o + cg) ..
- * + 3 for o = 0 .. cw / 4 - 1, so the ng lanes of a block read one
- * contiguous stretch of each row together (no shared-memory bank conflicts
- * among them). */
-static void diag_load(LK *L, const DiagWalk *s, const View *v, MlirValue row, MlirValue *x) {
-  for (int o = 0; o < s->cw; o += s->w) {
-    MlirValue c = mlb_add_c(&L->b, s->c0, o * s->ng);
-    Vals t = view_vals(L, v, row, c, s->w);
-    for (int i = 0; i < s->w; i++) x[o + i] = t.v[i];
-  }
-}
-
-/* Row t of the block: F *= exp(g[t] - g[t - 1]) for the first upd columns
- * (a column starting at this row keeps F = b[t]), then D[t, col[k]]. */
-static void diag_step(LK *L, const DiagWalk *s, MlirValue t, int upd, int nf, MlirValue F[][DIAG_MAXCW],
-                      const MlirValue *col) {
-  Mlb *b = &L->b;
-  MlirValue row = mlb_add(b, s->R0, t);
-  if (upd) {
-    MlirValue g[DIAG_MAXCW], gp[DIAG_MAXCW];
-    MlirValue prev = mlb_add_c(b, row, -1);
-    diag_load(L, s, s->G, prev, gp);
-    diag_load(L, s, s->G, row, g);
-    for (int c = 0; c < s->cw; c++) {
-      MlirValue x = mlb_bin(b, "arith.subf", g[c], gp[c]);
-      MlirValue d = lk_exp(L, x);
-      for (int k = 0; k < upd; k++) F[k][c] = mlb_bin(b, "arith.mulf", F[k][c], d);
-    }
-  }
-  MlirValue a[DIAG_MAXCW], acc[2];
-  diag_load(L, s, s->A, row, a);
-  for (int k = 0; k < nf; k++) {
-    acc[k] = mlb_bin(b, "arith.mulf", a[0], F[k][0]);
-    for (int c = 1; c < s->cw; c++) {
-      MlirValue p = mlb_bin(b, "arith.mulf", a[c], F[k][c]);
-      acc[k] = mlb_bin(b, "arith.addf", acc[k], p);
-    }
-    for (int off = 1; off < s->ng; off *= 2) {
-      MlirValue y = lk_shuffle_xor(L, acc[k], off);
-      acc[k] = mlb_bin(b, "arith.addf", acc[k], y);
-    }
-  }
-  MlbIf st;
-  mlb_if_begin(b, &st, s->lead, 0, NULL);
-  for (int k = 0; k < nf; k++) {
-    Vals x = {.n = 1};
-    x.v[0] = acc[k];
-    MlirValue j = mlb_add(b, s->R0, col[k]);
-    smem_store_vals(L, s->out, DT_F32, s->stride, row, j, x);
-  }
-  mlb_if_else(b, &st, 0, NULL);
-  mlb_if_end(b, &st, 0, NULL);
-}
-
-/* Rows lo .. hi - 1 of the block (warp-uniform bounds), nf running columns
- * carried from row to row. */
-static void diag_walk(LK *L, const DiagWalk *s, MlirValue lo, MlirValue hi, int nf, MlirValue F[][DIAG_MAXCW],
-                      const MlirValue *col) {
-  Mlb *b = &L->b;
-  MlirValue v[2 * DIAG_MAXCW];
-  int n = nf * s->cw;
-  for (int i = 0; i < n; i++) v[i] = F[i / s->cw][i % s->cw];
-  MlbFor rows;
-  MlirValue one = mlb_i32(b, 1);
-  mlb_for_begin(b, &rows, lo, hi, one, n, v);
-  for (int i = 0; i < n; i++) F[i / s->cw][i % s->cw] = rows.iter[i];
-  diag_step(L, s, rows.iv, nf, nf, F, col);
-  for (int i = 0; i < n; i++) v[i] = F[i / s->cw][i % s->cw];
-  mlb_for_end(b, &rows, n, v);
-  for (int i = 0; i < n; i++) F[i / s->cw][i % s->cw] = mlb_res(rows.op, i);
-}
-
-static void diag_blocks(LK *L, const View *A, const View *B, const View *G, MlirValue out, int stride, int nb, int K) {
-  Mlb *b = &L->b;
-  DiagWalk s = {.A = A, .B = B, .G = G, .out = out, .stride = stride};
-  s.ng = 8;
-  while (K / s.ng > DIAG_MAXCW) s.ng *= 2;
-  s.cw = K / s.ng;
-  s.w = 4;
-  while (s.cw % s.w) s.w /= 2;
-  int bpw = 32 / s.ng, passes = (nb + bpw - 1) / bpw, nw = L->nthreads / 32;
-  MlirValue lane = mlb_bin_c(b, "arith.remui", L->tid, 32);
-  MlirValue warp = mlb_bin_c(b, "arith.divui", L->tid, 32);
-  MlirValue cg = mlb_bin_c(b, "arith.remui", lane, s.ng);
-  MlirValue sub = mlb_bin_c(b, "arith.divui", lane, s.ng);
-  s.c0 = mlb_mul_c(b, cg, s.w);
-  MlirValue first = mlb_cmpi(b, "eq", cg, mlb_i32(b, 0));
-  /* units (column pair p, pass q) = q * 8 + p over the warps in turn */
-  MlbFor units;
-  MlirValue u_hi = mlb_i32(b, 8 * passes), u_step = mlb_i32(b, nw);
-  mlb_for_begin(b, &units, warp, u_hi, u_step, 0, NULL);
-  {
-    MlirValue p = mlb_bin_c(b, "arith.remui", units.iv, 8);
-    MlirValue q = mlb_bin_c(b, "arith.divui", units.iv, 8);
-    MlirValue blk = mlb_add(b, mlb_mul_c(b, q, bpw), sub);
-    /* lanes past the last block read the last block and store nothing */
-    MlirValue live = mlb_cmpi(b, "ult", blk, mlb_i32(b, nb));
-    s.lead = mlb_bin(b, "arith.andi", first, live);
-    MlirValue last = mlb_i32(b, nb - 1);
-    blk = mlb_select(b, live, blk, last);
-    s.R0 = mlb_mul_c(b, blk, 16);
-    MlirValue col[2];
-    col[0] = p;
-    col[1] = mlb_bin(b, "arith.subi", mlb_i32(b, 15), p);
-    MlirValue F[2][DIAG_MAXCW];
-    /* column j = p from its own row: F = b[j] */
-    MlirValue rj = mlb_add(b, s.R0, col[0]);
-    diag_load(L, &s, B, rj, F[0]);
-    diag_step(L, &s, col[0], 0, 1, F, col);
-    /* rows j + 1 .. 14 - j: that column alone */
-    MlirValue lo = mlb_add_c(b, p, 1);
-    diag_walk(L, &s, lo, col[1], 1, F, col);
-    /* row 15 - j: the second column starts (F = b[15 - j]); then both */
-    MlirValue rj2 = mlb_add(b, s.R0, col[1]);
-    diag_load(L, &s, B, rj2, F[1]);
-    diag_step(L, &s, col[1], 1, 2, F, col);
-    MlirValue lo2 = mlb_add_c(b, col[1], 1);
-    MlirValue end = mlb_i32(b, 16);
-    diag_walk(L, &s, lo2, end, 2, F, col);
-  }
-  mlb_for_end(b, &units, 0, NULL);
-}
-
 void lower_decay(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   Home *h = home_of(L, in);
   int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
   if (C % 16 || K % 16) {
     lk_error(L, in, "decay_dot needs rows and columns in multiples of 16 for the tensor cores; got [%d, %d]", C, K);
-    return;
-  }
-  if (K > 32 * DIAG_MAXCW || K % (K > 16 * DIAG_MAXCW ? 32 : K > 8 * DIAG_MAXCW ? 16 : 8)) {
-    lk_error(L, in, "decay_dot's diagonal blocks take at most %d channels, a multiple of 32 above %d; got %d",
-             32 * DIAG_MAXCW, 16 * DIAG_MAXCW, K);
     return;
   }
   int nb = C / 16;
@@ -299,5 +151,49 @@ void lower_decay(LK *L, const CirInst *in) {
     mlb_if_end(b, &up, 0, NULL);
   }
   mlb_for_end(b, &el, 0, NULL);
-  diag_blocks(L, &A, &B, &G, out, h->stride, nb, K);
+  /* the diagonal blocks' lower triangles, element by element: entry e of
+   * block d is (t, s) with t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2 */
+  MlbFor dg;
+  MlirValue dg_hi = mlb_i32(b, nb * 136);
+  MlirValue dg_step = mlb_i32(b, L->nthreads);
+  mlb_for_begin(b, &dg, L->tid, dg_hi, dg_step, 0, NULL);
+  {
+    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
+    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
+    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
+    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
+    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
+                           b->i32);
+    /* guard the float estimate against rounding either way */
+    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue below = mlb_cmpi(b, "ult", e, tri);
+    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
+    MlirValue t1 = mlb_add_c(b, t, 1);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
+    MlirValue above = mlb_cmpi(b, "uge", e, tri);
+    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
+    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
+    int VW = 8;
+    while (K % VW) VW /= 2;
+    MlirValue zero = mlb_f32(b, 0.0);
+    MlbFor sum;
+    MlirValue s_lo = mlb_i32(b, 0);
+    MlirValue s_hi = mlb_i32(b, K);
+    MlirValue s_step = mlb_i32(b, VW);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, 1, &zero);
+    MlirValue c = sum.iv;
+    Vals ar = view_vals(L, &A, r, c, VW), bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
+    MlirValue acc = sum.iter[0];
+    for (int i = 0; i < VW; i++) {
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), ex));
+    }
+    mlb_for_end(b, &sum, 1, &acc);
+    Vals x = {.n = 1};
+    x.v[0] = mlb_res(sum.op, 0);
+    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+  }
+  mlb_for_end(b, &dg, 0, NULL);
 }
