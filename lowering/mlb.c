@@ -99,11 +99,11 @@ MlirValue mlb_f32(Mlb *b, double v) { return mlb_const(b, b->f32, v); }
 MlirValue mlb_bool(Mlb *b, int v) { return mlb_const(b, b->i1, v ? 1 : 0); }
 
 /* Float adds, subtracts and multiplies may contract into fused multiply-adds
- * (one rounding instead of two): the same code always fuses the same pairs, so
- * results stay bitwise repeatable. */
+ * (one rounding instead of two), except while b->no_contract is set: the same
+ * code always fuses the same pairs, so results stay bitwise repeatable. */
 MlirValue mlb_bin(Mlb *b, const char *arith_op, MlirValue x, MlirValue y) {
   MlirValue ops[2] = {x, y};
-  if (!strcmp(arith_op, "arith.addf") || !strcmp(arith_op, "arith.subf") || !strcmp(arith_op, "arith.mulf")) {
+  if (!b->no_contract && (!strcmp(arith_op, "arith.addf") || !strcmp(arith_op, "arith.subf") || !strcmp(arith_op, "arith.mulf"))) {
     MlirNamedAttribute fm = mlb_named(b, "fastmath", mlb_attr(b, "#arith.fastmath<contract>"));
     return mlb_op1(b, arith_op, mlirValueGetType(x), 2, ops, 1, &fm);
   }

@@ -35,6 +35,8 @@ typedef struct Mlb {
    * in bar_block would be redundant */
   int quiet;
   MlirBlock bar_block;
+  /* > 0: float adds and multiplies stay separate operations (no fma) */
+  int no_contract;
   /* cached types */
   MlirType i1, i8, i16, i32, i64, f32, bf16, f16, index, ptr_g, ptr_s, ptr_generic;
 } Mlb;
