@@ -48,6 +48,8 @@ typedef struct Home {
   const CirInst *epilogue; /* matmul: the store, stored value or yielded value it writes
                               straight from its accumulators; those: their matmul */
   const CirInst *epilogue_carry; /* matmul writing a yielded value: the carry it updates */
+  const CirInst *epilogue_shadow; /* that matmul: a cast of the carry (`S as bf16`) it writes too */
+  int shadow;       /* such a cast: written before the scan and by the epilogue, never at its own place */
   const CirInst *sum_with; /* epilogue matmul: a matmul of the same shape added to it (a + b) whose
                               products go into the same accumulators; that one is not emitted */
   const CirInst *sum_node; /* the `+` whose value the accumulators then hold */
@@ -106,6 +108,7 @@ typedef struct LK {
   const CirBlock *scan_body;
   const CirInst *scan_cv;
   MlirValue scan_next, scan_has_next;
+  ChunkInfo scan_next_rows; /* the rows of chunk scan_next, read once at the top of each step (set: loaded) */
 } LK;
 
 /* lower_plan.c */
@@ -113,6 +116,7 @@ void plan_kernel(LK *L); /* homes, live ranges, shared-memory offsets; L->smem_b
 
 /* lower_home.c (below every other lower_*.c file) */
 Home *home_of(LK *L, const CirInst *in);
+int home_in_scan(const Home *h);
 /* Operations worth recomputing rather than storing: a few ALU instructions. */
 int op_is_cheap(CirOp op);
 /* Can v be recomputed where it is read for a few ALU instructions, from
@@ -148,7 +152,8 @@ void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W);
 /* The elements (r, c .. c + W - 1) of v, computed from its operands, written to a shared tile. */
 void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W);
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
-MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid);
+/* split: the window's starts apart from the rest (a prefetch repeated every step; see window_addr) */
+MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split, MlirValue *valid);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
 MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);

@@ -60,7 +60,8 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
   MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
   MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, x->ppr), x->per);
   MlirValue valid = (MlirValue){0};
-  MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, &valid);
+  /* a prefetch is issued every step: its coordinates' part is computed once */
+  MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, h->async_mode == ASYNC_PREFETCH || home_in_scan(h), &valid);
   MlirValue size = mlb_i32(b, 16);
   if (!mlirValueIsNull(valid)) {
     src = mlb_select(b, valid, src, x->base); /* an address that exists; nothing is read from it */

@@ -173,6 +173,41 @@ typedef struct Term {
   DType dt;
 } Term;
 
+/* A pass of one warp: its tiles mtp x ntp at (pm, pn) of its mt x nt. */
+typedef struct Pass {
+  MlirValue lane, wr, wc;
+  int mt, nt, pm, pn, mtp, ntp;
+} Pass;
+
+/* One k-step (k0 .. k0 + 15) of a pass: the fragments, then an mma per tile
+ * from accumulators `in` to `out` (4 per tile). */
+static void mma_step(LK *L, const Pass *p, const Term *tm, MlirValue k0, MlirValue *in, MlirValue *out) {
+  Mlb *b = &L->b;
+  MlirValue af[MMA_TILES_PER_PASS][4], bf[MMA_TILES_PER_PASS][4];
+  for (int i = 0; i < p->mtp; i++) {
+    MlirValue m0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, p->wr, p->mt), p->pm + i), 16);
+    frag_a(L, &tm->A, p->lane, m0, k0, af[i]);
+  }
+  for (int j = 0; j < p->ntp; j += 2) {
+    MlirValue n0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, p->wc, p->nt), p->pn + j), 8);
+    int pair = j + 1 < p->ntp;
+    MlirValue f4[4];
+    frag_b(L, &tm->B, p->lane, k0, n0, pair, f4);
+    bf[j][0] = f4[0];
+    bf[j][1] = f4[1];
+    if (pair) {
+      bf[j + 1][0] = f4[2];
+      bf[j + 1][1] = f4[3];
+    }
+  }
+  for (int i = 0; i < p->mtp; i++)
+    for (int j = 0; j < p->ntp; j++) {
+      int at = (i * p->ntp + j) * 4;
+      MlirOperation op = mma_sync(L, tm->dt, af[i], bf[j], &in[at]);
+      for (int e = 0; e < 4; e++) out[at + e] = mlb_extract(b, mlb_res(op, 0), e, b->f32);
+    }
+}
+
 void lower_matmul(LK *L, const CirInst *mm) {
   Mlb *b = &L->b;
   Home *out = home_of(L, mm);
@@ -225,48 +260,38 @@ void lower_matmul(LK *L, const CirInst *mm) {
   MlirValue out_base = out->epilogue ? mlb_i32(b, 0) : mlb_i32(b, out->offset);
   MlirValue g = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4));
   MlirValue t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
+  /* A warp with one or two tiles walks K in a chain of dependent mmas, each
+   * waiting for the last one's accumulators: in a scan's step (a latency
+   * chain; elsewhere the registers cost more than the wait), with K long
+   * enough, even and odd k-steps go to two sets of accumulators (two chains
+   * in flight), added at the end. */
+  int split = mtp * ntp <= 2 && home_in_scan(out);
+  for (int t = 0, steps = 0; t < nterms && split; t++) {
+    steps += terms[t].K / 16;
+    if (terms[t].K % 32 || (t == nterms - 1 && steps < 4)) split = 0;
+  }
+  int nsets = split ? 2 : 1;
   for (int pm = 0; pm < mt; pm += mtp)
     for (int pn = 0; pn < nt; pn += ntp) {
       int nacc = mtp * ntp * 4;
+      Pass P = {lane, wr, wc, mt, nt, pm, pn, mtp, ntp};
       MlirValue zero = mlb_f32(b, 0.0);
-      MlirValue init[MMA_TILES_PER_PASS * 4];
-      for (int i = 0; i < nacc; i++) init[i] = zero;
-      MlbFor kl;
-      for (int t = 0; t < nterms; t++) {
-      const Operand A = terms[t].A, B = terms[t].B;
-      DType dt = terms[t].dt;
-      MlirValue k_lo = mlb_i32(b, 0);
-      MlirValue k_hi = mlb_i32(b, terms[t].K);
-      MlirValue k_step = mlb_i32(b, 16);
-      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, nacc, init);
-      MlirValue k0 = kl.iv;
-      MlirValue af[MMA_TILES_PER_PASS][4], bf[MMA_TILES_PER_PASS][4];
-      for (int i = 0; i < mtp; i++) {
-        MlirValue m0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wr, mt), pm + i), 16);
-        frag_a(L, &A, lane, m0, k0, af[i]);
+      MlirValue init[2 * MMA_TILES_PER_PASS * 4];
+      for (int i = 0; i < nsets * nacc; i++) init[i] = zero;
+      for (int t = 0; t < nterms; t++) { /* each term adds on to the last one's accumulators */
+        MlbFor kl;
+        MlirValue k_lo = mlb_i32(b, 0);
+        MlirValue k_hi = mlb_i32(b, terms[t].K);
+        MlirValue k_step = mlb_i32(b, 16 * nsets);
+        mlb_for_begin(b, &kl, k_lo, k_hi, k_step, nsets * nacc, init);
+        MlirValue acc[2 * MMA_TILES_PER_PASS * 4];
+        for (int set = 0; set < nsets; set++)
+          mma_step(L, &P, &terms[t], set ? mlb_add_c(b, kl.iv, 16 * set) : kl.iv, &kl.iter[set * nacc], &acc[set * nacc]);
+        mlb_for_end(b, &kl, nsets * nacc, acc);
+        for (int i = 0; i < nsets * nacc; i++) init[i] = mlb_res(kl.op, i);
       }
-      for (int j = 0; j < ntp; j += 2) {
-        MlirValue n0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wc, nt), pn + j), 8);
-        int pair = j + 1 < ntp;
-        MlirValue f4[4];
-        frag_b(L, &B, lane, k0, n0, pair, f4);
-        bf[j][0] = f4[0];
-        bf[j][1] = f4[1];
-        if (pair) {
-          bf[j + 1][0] = f4[2];
-          bf[j + 1][1] = f4[3];
-        }
-      }
-      MlirValue acc[MMA_TILES_PER_PASS * 4];
-      for (int i = 0; i < mtp; i++)
-        for (int j = 0; j < ntp; j++) {
-          MlirValue *c = &kl.iter[(i * ntp + j) * 4];
-          MlirOperation op = mma_sync(L, dt, af[i], bf[j], c);
-          for (int e = 0; e < 4; e++) acc[(i * ntp + j) * 4 + e] = mlb_extract(b, mlb_res(op, 0), e, b->f32);
-        }
-      mlb_for_end(b, &kl, nacc, acc);
-      for (int i = 0; i < nacc; i++) init[i] = mlb_res(kl.op, i); /* the next term adds on */
-      }
+      MlirValue res[MMA_TILES_PER_PASS * 4];
+      for (int i = 0; i < nacc; i++) res[i] = split ? mlb_bin(b, "arith.addf", init[i], init[nacc + i]) : init[i];
       /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
@@ -276,8 +301,8 @@ void lower_matmul(LK *L, const CirInst *mm) {
           for (int half = 0; half < 2; half++) {
             MlirValue row = mlb_add_c(b, mlb_add(b, m0, g), half * 8);
             Vals x = {.n = 2};
-            x.v[0] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2);
-            x.v[1] = mlb_res(kl.op, (i * ntp + j) * 4 + half * 2 + 1);
+            x.v[0] = res[(i * ntp + j) * 4 + half * 2];
+            x.v[1] = res[(i * ntp + j) * 4 + half * 2 + 1];
             if (out->epilogue) { /* straight to the consumer */
               const CirInst *t = out->epilogue;
               /* the accumulators hold the matmul, or the sum of matmuls it heads */
@@ -286,7 +311,13 @@ void lower_matmul(LK *L, const CirInst *mm) {
                 emit_store_at(L, t, row, col, 2);
               } else if (out->epilogue_carry) { /* the carry's new value, in place */
                 Home *ch = home_of(L, out->epilogue_carry);
-                materialize_at(L, t, mlb_i32(b, ch->offset), ch->sdt, ch->stride, row, col, 2);
+                Vals nv = eval(L, t, row, col, 2);
+                smem_store_vals(L, mlb_i32(b, ch->offset), ch->sdt, ch->stride, row, col, nv);
+                if (out->epilogue_shadow) { /* and its cast, from the same values */
+                  Home *xh = home_of(L, out->epilogue_shadow);
+                  L->acc = (AccCtx){out->epilogue_carry, {nv.v[0], nv.v[1]}, 2};
+                  materialize_at(L, out->epilogue_shadow, mlb_i32(b, xh->offset), xh->sdt, xh->stride, row, col, 2);
+                }
               } else {
                 Home *th = home_of(L, t);
                 materialize_at(L, t, mlb_i32(b, th->offset), th->sdt, th->stride, row, col, 2);

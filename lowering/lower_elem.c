@@ -120,7 +120,11 @@ void smem_store_vals(LK *L, MlirValue base, DType sdt, int stride, MlirValue r, 
 /* global windows                                                      */
 
 typedef struct WinAddr {
-  MlirValue off;     /* i64 element offset of element (r, c) */
+  /* i64 element offset of element (r, c): off_a, or (split) off_a from the
+   * coordinates and scalar indices plus off_b from the window's starts (a
+   * chunk's or a block's first row), kept apart so that the coordinates'
+   * part of a copy repeated for every chunk is computed once */
+  MlirValue off_a, off_b;
   MlirValue valid;   /* i1, or null when always in range */
   MlirValue halo;    /* i1: the element is the halo's (a shifted window's row outside its fragment), or null */
   MlirValue hoff;    /* then its i64 offset in the halo */
@@ -144,30 +148,33 @@ static long long gcdll(long long a, long long b) {
   return a;
 }
 
-static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W) {
+static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split) {
   Mlb *b = &L->b;
   const CirTensor *t = in->tensor;
   WinAddr wa = {0};
   int free_axes[2], nf = 0;
   for (int i = 0; i < t->rank; i++)
     if (in->index[i].kind != IX_SCALAR) free_axes[nf++] = i;
-  MlirValue off = mlb_i64(b, 0), hoff = (MlirValue){0};
+  MlirValue off = mlb_i64(b, 0), off_b = split ? mlb_i64(b, 0) : (MlirValue){0}, hoff = (MlirValue){0};
   long long align = 0; /* gcd of the known factors of every nonconstant term */
   int col_axis = nf ? free_axes[nf - 1] : -1;
   for (int i = 0; i < t->rank; i++) {
     const CirIndex *ix = &in->index[i];
     MlirValue coord = (nf == 2 && i == free_axes[0]) ? r : c;
     MlirValue idx, hidx = (MlirValue){0};
+    MlirValue start = (MlirValue){0}, rel = coord; /* idx = start + rel, start null: 0 */
     switch (ix->kind) {
       case IX_FULL: idx = coord; break;
       case IX_CHUNK: {
         ChunkInfo *ci = &L->chunks[ix->v->id];
         CAKE_ASSERT(ci->set);
+        start = ci->start;
         idx = mlb_add(b, ci->start, coord);
         MlirValue ok = mlb_cmpi(b, "slt", idx, ci->end);
         if (ix->shift) { /* the token `shift` away, if it lies in the document too */
           CAKE_ASSERT(!mlirValueIsNull(ix->shift < 0 ? ci->doc_start : ci->doc_end));
           idx = mlb_add(b, idx, mlb_i32(b, ix->shift));
+          rel = mlb_add(b, coord, mlb_i32(b, ix->shift));
           MlirValue out_doc = ix->shift < 0 ? mlb_cmpi(b, "slt", idx, ci->doc_start) : mlb_cmpi(b, "sge", idx, ci->doc_end);
           const CirKernel *hx = cir_halo_exchange(L->p, ix->halo);
           if (hx) { /* outside the fragment: the halo's row (sema: |shift| within its widths; 0 past the document) */
@@ -185,9 +192,10 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
         break;
       }
       case IX_BLOCK:
-        idx = mlb_add(b, mlb_mul_c(b, eval_scalar(L, ix->v), ix->size), coord);
+        start = mlb_mul_c(b, eval_scalar(L, ix->v), ix->size);
+        idx = mlb_add(b, start, coord);
         break;
-      default: idx = eval_scalar(L, ix->v); break;
+      default: idx = rel = eval_scalar(L, ix->v); break;
     }
     /* stride of axis i = product of the later extents */
     MlirValue stride = mlb_i64(b, 1);
@@ -201,25 +209,36 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
       hoff = mlb_mul(b, mlb_cast(b, "arith.extsi", hidx, b->i64), stride);
     else if (!mlirValueIsNull(hoff))
       hoff = mlb_add(b, hoff, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
-    off = mlb_add(b, off, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
+    if (!split || mlirValueIsNull(start)) {
+      off = mlb_add(b, off, mlb_mul(b, mlb_cast(b, "arith.extsi", idx, b->i64), stride));
+    } else {
+      off = mlb_add(b, off, mlb_mul(b, mlb_cast(b, "arith.extsi", rel, b->i64), stride));
+      off_b = mlb_add(b, off_b, mlb_mul(b, mlb_cast(b, "arith.extsi", start, b->i64), stride));
+    }
     long long f = known_factor(t, i + 1);
     if (i == col_axis) f *= W; /* the caller's c is a multiple of W */
     align = gcdll(align, f);
   }
-  wa.off = off;
+  wa.off_a = off;
+  wa.off_b = off_b;
   wa.hoff = hoff;
   wa.contiguous = col_axis == t->rank - 1;
   wa.align_elems = align ? (int)(align > 64 ? 64 : align) : 64;
   return wa;
 }
 
-/* The address of element offset `off` of the window's tensor, or of `hoff`
- * in its halo where wa->halo holds. */
-static MlirValue win_ptr(LK *L, const CirInst *in, const WinAddr *wa, MlirValue off, MlirValue hoff) {
+/* The address of the element `l` lanes past the window's element (its
+ * offsets in wa), or of its halo's element where wa->halo holds. A split
+ * offset's starts' part is added as a pointer of its own. */
+static MlirValue win_ptr(LK *L, const CirInst *in, const WinAddr *wa, int l) {
   Mlb *b = &L->b;
   const CirTensor *t = in->tensor;
   MlirValue eb = mlb_i64(b, dtype_bytes(t->dtype));
-  MlirValue p = mlb_gep(b, L->args[abi_find(L->abi, ARG_TENSOR, t, 0)], mlb_mul(b, off, eb));
+  MlirValue off_a = l ? mlb_add(b, wa->off_a, mlb_i64(b, l)) : wa->off_a;
+  MlirValue hoff = l && !mlirValueIsNull(wa->hoff) ? mlb_add(b, wa->hoff, mlb_i64(b, l)) : wa->hoff;
+  MlirValue p = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
+  if (!mlirValueIsNull(wa->off_b)) p = mlb_gep(b, p, mlb_mul(b, wa->off_b, eb));
+  p = mlb_gep(b, p, mlb_mul(b, off_a, eb));
   if (mlirValueIsNull(wa->halo)) return p;
   const CirTensor *h = NULL;
   for (int i = 0; i < t->rank && !h; i++) h = in->index[i].halo;
@@ -227,10 +246,10 @@ static MlirValue win_ptr(LK *L, const CirInst *in, const WinAddr *wa, MlirValue 
   return mlb_select(b, wa->halo, hp, p);
 }
 
-MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, MlirValue *valid) {
-  WinAddr wa = window_addr(L, in, r, c, W);
+MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split, MlirValue *valid) {
+  WinAddr wa = window_addr(L, in, r, c, W, split);
   *valid = wa.valid;
-  return win_ptr(L, in, &wa, wa.off, wa.hoff);
+  return win_ptr(L, in, &wa, 0);
 }
 
 static MlirValue tensor_present(LK *L, MlirValue base) {
@@ -255,18 +274,17 @@ static int window_pieces(LK *L, const CirInst *in, MlirValue r, MlirValue c, int
   const CirTensor *t = in->tensor;
   MlirValue base = L->args[abi_find(L->abi, ARG_TENSOR, t, 0)];
   int eb = dtype_bytes(t->dtype);
-  WinAddr wa0 = window_addr(L, in, r, c, W);
+  /* in a scan's step, the window's starts apart (see window_addr) */
+  int split = home_in_scan(home_of(L, in));
+  WinAddr wa0 = window_addr(L, in, r, c, W, split);
   int per_lane = !wa0.contiguous && W > 1;
   int pl = per_lane ? 1 : piece_lanes(W, eb, wa0.align_elems * eb);
   MlirValue present = t->optional ? tensor_present(L, base) : (MlirValue){0};
   int n = 0;
   for (int l = 0; l < W; l += pl) {
-    WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, in, r, plus(L, c, l), 1) : wa0;
-    MlirValue off = wa.off, hoff = wa.hoff;
-    if (!per_lane && l) off = mlb_add(b, off, mlb_i64(b, l));
-    if (!per_lane && l && !mlirValueIsNull(hoff)) hoff = mlb_add(b, hoff, mlb_i64(b, l));
+    WinAddr wa = l == 0 ? wa0 : per_lane ? window_addr(L, in, r, plus(L, c, l), 1, split) : wa0;
     WinPiece *p = &out[n++];
-    p->ptr = win_ptr(L, in, &wa, off, hoff);
+    p->ptr = win_ptr(L, in, &wa, per_lane ? 0 : l);
     p->present = present;
     p->valid = wa.valid;
     if (!mlirValueIsNull(present))

@@ -11,6 +11,10 @@ Home *home_of(LK *L, const CirInst *in) {
   return &L->homes[in->id];
 }
 
+/* Is the value defined in a scan over chunks (not a counted loop, not a
+ * walk over other fragments)? There latency rules: the step's chain. */
+int home_in_scan(const Home *h) { return h->depth > 0 && h->loop && !h->loop->counted && !h->loop->before; }
+
 void lk_error(LK *L, const CirInst *at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -109,7 +109,10 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
   ChunkInfo saved = L->chunks[cv->id];
   ch->scalar = chunk;
   ch->emitted = 1;
-  if (cv->op == OP_CHUNKVAR) load_chunk(L, cv, chunk);
+  if (cv->op == OP_CHUNKVAR) {
+    if (L->scan_next_rows.set && mlirValueEqual(chunk, L->scan_next)) L->chunks[cv->id] = L->scan_next_rows;
+    else load_chunk(L, cv, chunk);
+  }
   int *unemitted = cake_xcalloc((size_t)body->len + 1, sizeof(int));
   for (int i = 0; i < body->len; i++) {
     const CirInst *in = body->insts[i];
@@ -190,6 +193,21 @@ static void emit_for(LK *L, const CirInst *f) {
     materialize_to(L, f->args[c->axis + 1], mlb_i32(b, h->offset), h->sdt, h->stride, 0);
   }
   MlirValue zero = mlb_i32(b, 0), one = mlb_i32(b, 1);
+  /* the carries' shadows (plan_shadow) of the initial values */
+  int shadows = 0;
+  for (int i = 0; i < body->len; i++) shadows |= home_of(L, body->insts[i])->shadow;
+  if (shadows) {
+    mlb_barrier(b); /* the initial values were written by other threads */
+    for (int i = 0; i < body->len; i++) {
+      const CirInst *x = body->insts[i];
+      Home *xh = home_of(L, x);
+      if (!xh->shadow) continue;
+      Home *ch = home_of(L, x->args[0]);
+      ch->dyn = carry_addr(L, ch, zero);
+      materialize_to(L, x, mlb_i32(b, xh->offset), xh->sdt, xh->stride, 1);
+      ch->dyn = (MlirValue){0};
+    }
+  }
   MlirValue count = mlb_bin(b, "arith.subi", hi, lo);
   const CirInst *cv = NULL;
   for (int i = 0; i < body->len; i++)
@@ -225,6 +243,15 @@ static void emit_for(LK *L, const CirInst *f) {
     L->scan_cv = cv;
     L->scan_next = f->reverse ? mlb_bin(b, "arith.subi", chunk, one) : mlb_add(b, chunk, one);
     L->scan_has_next = mlb_cmpi(b, "slt", mlb_add(b, step, one), count);
+    if (cv && cv->op == OP_CHUNKVAR) {
+      /* the next chunk's rows, read once for all of its copies and before
+       * the wait so that the read's latency hides behind it (the last step
+       * reads its own row: a row that exists) */
+      ChunkInfo saved = L->chunks[cv->id];
+      load_chunk(L, cv, mlb_select(b, L->scan_has_next, L->scan_next, chunk));
+      L->scan_next_rows = L->chunks[cv->id];
+      L->chunks[cv->id] = saved;
+    }
     async_wait(L, 0);
     mlb_barrier(b);
     /* double-buffered tiles: this step reads buffer `phase`; the next
@@ -279,6 +306,7 @@ static void emit_for(LK *L, const CirInst *f) {
   mlb_barrier(b);
   emit_refill(L, yield, 1);
   L->scan_body = NULL;
+  L->scan_next_rows = (ChunkInfo){0};
   mlb_for_end(b, &loop, 1, &other);
   b->no_contract--;
   MlirValue final_phase = mlb_res(loop.op, 0);
@@ -316,6 +344,7 @@ static void emit_inst(LK *L, const CirInst *in) {
   Home *h = home_of(L, in);
   lk_set_loc(L, in);
   if (h->async_mode != ASYNC_NONE) return; /* copied ahead of its use */
+  if (h->shadow) return;                    /* written with its carry */
   switch (in->op) {
     case OP_STORE:
       if (h->epilogue) return; /* written by its matmul */
@@ -377,7 +406,7 @@ static void emit_block(LK *L, const CirBlock *blk) {
     emit_inst(L, in);
     if (blk != &L->k->body && in->op != OP_YIELD) {
       const Home *h = home_of(L, in);
-      int barrier_done = in->op == OP_STORE || (h->kind == H_SMEM && h->async_mode == ASYNC_NONE) ||
+      int barrier_done = in->op == OP_STORE || (h->kind == H_SMEM && h->async_mode == ASYNC_NONE && !h->shadow) ||
                          (in->op == OP_MATMUL && h->epilogue);
       emit_refill(L, in, barrier_done);
     }

@@ -34,7 +34,6 @@ static void number_block(Plan *P, const CirBlock *b, int depth, const CirInst *l
 }
 
 /* In the body of a scan over chunks (not of a counted or `before` loop)? */
-static int in_scan(const Home *h) { return h->depth > 0 && h->loop && !h->loop->counted && !h->loop->before; }
 
 static int block_end(LK *L, const CirBlock *b) {
   const CirInst *last = b->insts[b->len - 1];
@@ -182,13 +181,13 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
     if (in->op == OP_FOR) {
       /* the carry buffers live from the initial copy to the scan's end and
        * on through the last use of the scan's results; prefetched loads
-       * live through the whole scan */
+       * and the carries' shadows (plan_shadow) live through the whole scan */
       int end = block_end(L, in->body);
       for (int j = 0; j < in->body->len; j++) {
         const CirInst *c = in->body->insts[j];
         Home *ch = home_of(L, c);
         if (ch->async_mode == ASYNC_PREFETCH) ch->refill_after = ch->end; /* its last read */
-        if (c->op == OP_CARRY || ch->async_mode == ASYNC_PREFETCH) {
+        if (c->op == OP_CARRY || ch->async_mode == ASYNC_PREFETCH || ch->shadow) {
           ch->start = p;
           if (end > ch->end) ch->end = end;
         }
@@ -486,6 +485,37 @@ static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const 
   }
 }
 
+/* A scan whose carry c is written in place by the epilogue of matmul mm,
+ * and whose body begins with a cast of c (`Sb = S as bf16`, the state as a
+ * matmul operand): the epilogue writes the cast of the new value as well
+ * (and the cast of the initial value is made before the loop), which takes
+ * a pass over the tile and a barrier off the step's chain. Bitwise the same
+ * values. Only when nothing at or after mm reads the cast (the next step's
+ * readers come after the loop's barriers) and the carry is held unrounded. */
+static void plan_shadow(LK *L, const CirInst *f, const CirInst *yield, const CirInst *mm, const CirInst *c) {
+  const CirBlock *body = f->body;
+  Home *ch = home_of(L, c);
+  if (ch->sdt != c->ty.dt) return;
+  for (int i = 0; i < body->len; i++) {
+    const CirInst *x = body->insts[i];
+    Home *xh = home_of(L, x);
+    if (cake_ops[x->op].kind != OK_CAST || x->args[0] != c || xh->kind != H_SMEM || xh->async_mode != ASYNC_NONE ||
+        xh->epilogue || x->ty.rank != 2 || L->pos[x->id] > L->pos[mm->id] || matmul_reads(L, mm, x))
+      continue;
+    int ok = 1;
+    for (int j = 0; j < body->len && ok; j++) {
+      const CirInst *u = body->insts[j];
+      if (L->pos[u->id] <= L->pos[mm->id] && u != yield) continue;
+      if (u != yield && home_of(L, u)->kind == H_FUSED) continue; /* checked where it is read */
+      for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], x);
+    }
+    if (!ok) continue;
+    home_of(L, mm)->epilogue_shadow = x;
+    xh->shadow = 1;
+    return;
+  }
+}
+
 /* Matmuls whose result is only consumed elementwise by one store, one
  * stored value or one carried value write that consumer straight from their
  * accumulators: no f32 tile, no extra pass, no extra barrier. Only inside
@@ -497,7 +527,7 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
     const CirInst *in = b->insts[i];
     if (in->body) plan_epilogues(L, in->body);
     Home *h = home_of(L, in);
-    if (!in_scan(h)) continue;
+    if (!home_in_scan(h)) continue;
     if (in->op == OP_STORE) {
       if (in->ty.rank != 2 || in->tensor->optional) continue;
       const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0);
@@ -529,7 +559,10 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
           if (L->pos[u->id] <= L->pos[mm->id] || u == in || home_of(L, u)->kind == H_FUSED) continue;
           for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], c);
         }
-        if (ok) set_epilogue(L, mm, y, c);
+        if (ok) {
+          set_epilogue(L, mm, y, c);
+          plan_shadow(L, f, in, mm, c);
+        }
       }
     }
   }
@@ -616,7 +649,7 @@ static void refine_homes(LK *L, const CirBlock *b) {
     const CirInst *in = b->insts[i];
     Home *h = home_of(L, in);
     if (in->op != OP_LOAD || !async_candidate(L, in)) continue;
-    if (in_scan(h)) {
+    if (home_in_scan(h)) {
       if (h->kind == H_FUSED) set_smem(h, in->ty.dt, rows_of(in->ty), cols_of(in->ty));
       if (h->kind == H_SMEM) h->async_mode = ASYNC_PREFETCH; /* one buffer, refilled after its last read */
     } else if (h->depth == 1 && h->kind == H_SMEM && !(h->loop && h->loop->before)) {
