@@ -260,23 +260,28 @@ void lower_matmul(LK *L, const CirInst *mm) {
   MlirValue out_base = out->epilogue ? mlb_i32(b, 0) : mlb_i32(b, out->offset);
   MlirValue g = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4));
   MlirValue t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
-  /* A warp with one or two tiles walks K in a chain of dependent mmas, each
+  /* A warp with few tiles walks K in a chain of dependent mmas, each
    * waiting for the last one's accumulators: in a scan's step (a latency
-   * chain; elsewhere the registers cost more than the wait), with K long
-   * enough, even and odd k-steps go to two sets of accumulators (two chains
-   * in flight), added at the end. */
-  int split = mtp * ntp <= 2 && home_in_scan(out);
-  for (int t = 0, steps = 0; t < nterms && split; t++) {
-    steps += terms[t].K / 16;
-    if (terms[t].K % 32 || (t == nterms - 1 && steps < 4)) split = 0;
+   * chain; elsewhere the registers cost more than the wait), k-steps go
+   * round-robin to 2 or 4 sets of accumulators (as many chains in flight)
+   * while the pass keeps at most MMA_TILES_PER_PASS tiles' worth, each
+   * chain at least two steps long; the sets are added at the end. */
+  int nsets = 1;
+  while (home_in_scan(out) && 2 * nsets * mtp * ntp <= MMA_TILES_PER_PASS) {
+    int ok = 1, steps = 0;
+    for (int t = 0; t < nterms; t++) {
+      steps += terms[t].K / 16;
+      ok &= terms[t].K % (16 * 2 * nsets) == 0;
+    }
+    if (!ok || steps < 4 * nsets) break;
+    nsets *= 2;
   }
-  int nsets = split ? 2 : 1;
   for (int pm = 0; pm < mt; pm += mtp)
     for (int pn = 0; pn < nt; pn += ntp) {
       int nacc = mtp * ntp * 4;
       Pass P = {lane, wr, wc, mt, nt, pm, pn, mtp, ntp};
       MlirValue zero = mlb_f32(b, 0.0);
-      MlirValue init[2 * MMA_TILES_PER_PASS * 4];
+      MlirValue init[MMA_TILES_PER_PASS * 4];
       for (int i = 0; i < nsets * nacc; i++) init[i] = zero;
       for (int t = 0; t < nterms; t++) { /* each term adds on to the last one's accumulators */
         MlbFor kl;
@@ -284,14 +289,18 @@ void lower_matmul(LK *L, const CirInst *mm) {
         MlirValue k_hi = mlb_i32(b, terms[t].K);
         MlirValue k_step = mlb_i32(b, 16 * nsets);
         mlb_for_begin(b, &kl, k_lo, k_hi, k_step, nsets * nacc, init);
-        MlirValue acc[2 * MMA_TILES_PER_PASS * 4];
+        MlirValue acc[MMA_TILES_PER_PASS * 4];
         for (int set = 0; set < nsets; set++)
           mma_step(L, &P, &terms[t], set ? mlb_add_c(b, kl.iv, 16 * set) : kl.iv, &kl.iter[set * nacc], &acc[set * nacc]);
         mlb_for_end(b, &kl, nsets * nacc, acc);
         for (int i = 0; i < nsets * nacc; i++) init[i] = mlb_res(kl.op, i);
       }
-      MlirValue res[MMA_TILES_PER_PASS * 4];
-      for (int i = 0; i < nacc; i++) res[i] = split ? mlb_bin(b, "arith.addf", init[i], init[nacc + i]) : init[i];
+      /* the sets' sum, pairwise: (s0 + s1) + (s2 + s3) */
+      for (int w = 1; w < nsets; w *= 2)
+        for (int set = 0; set + w < nsets; set += 2 * w)
+          for (int i = 0; i < nacc; i++)
+            init[set * nacc + i] = mlb_bin(b, "arith.addf", init[set * nacc + i], init[(set + w) * nacc + i]);
+      MlirValue *res = init;
       /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
