@@ -267,7 +267,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
    * while the pass keeps at most MMA_TILES_PER_PASS tiles' worth, each
    * chain at least two steps long; the sets are added at the end. */
   int nsets = 1;
-  while (home_in_scan(out) && 2 * nsets * mtp * ntp <= MMA_TILES_PER_PASS) {
+  while (home_in_scan(out) && nsets < 4 && 2 * nsets * mtp * ntp <= MMA_TILES_PER_PASS) {
     int ok = 1, steps = 0;
     for (int t = 0; t < nterms; t++) {
       steps += terms[t].K / 16;

@@ -174,13 +174,13 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
         if (ix->shift) { /* the token `shift` away, if it lies in the document too */
           CAKE_ASSERT(!mlirValueIsNull(ix->shift < 0 ? ci->doc_start : ci->doc_end));
           idx = mlb_add(b, idx, mlb_i32(b, ix->shift));
-          rel = mlb_add(b, coord, mlb_i32(b, ix->shift));
+          if (split) rel = mlb_add(b, coord, mlb_i32(b, ix->shift));
           MlirValue out_doc = ix->shift < 0 ? mlb_cmpi(b, "slt", idx, ci->doc_start) : mlb_cmpi(b, "sge", idx, ci->doc_end);
           const CirKernel *hx = cir_halo_exchange(L->p, ix->halo);
           if (hx) { /* outside the fragment: the halo's row (sema: |shift| within its widths; 0 past the document) */
             CAKE_ASSERT(i == 0);
-            MlirValue rel = mlb_bin(b, "arith.subi", idx, ix->shift < 0 ? ci->doc_start : ci->doc_end);
-            MlirValue hrow = mlb_add(b, rel, mlb_i32(b, hx->xbefore));
+            MlirValue past = mlb_bin(b, "arith.subi", idx, ix->shift < 0 ? ci->doc_start : ci->doc_end);
+            MlirValue hrow = mlb_add(b, past, mlb_i32(b, hx->xbefore));
             MlirValue frow = mlb_mul(b, ci->doc, mlb_i32(b, hx->xbefore + hx->xafter));
             hidx = mlb_add(b, frow, hrow);
             wa.halo = out_doc;

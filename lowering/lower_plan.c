@@ -485,6 +485,23 @@ static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const 
   }
 }
 
+/* Is v read by the matmul mm or by what the scan body runs after it
+ * (`except` aside)? A matmul summed into a later one (find_sum) runs with
+ * that one: matmul_reads of the later one covers it wherever it stands. */
+static int read_from(LK *L, const CirBlock *body, const CirInst *mm, const CirInst *v, const CirInst *except) {
+  if (matmul_reads(L, mm, v)) return 1;
+  for (int j = 0; j < body->len; j++) {
+    const CirInst *u = body->insts[j];
+    const Home *uh = home_of(L, u);
+    /* fused values are read where their consumers are; those are checked */
+    if (L->pos[u->id] <= L->pos[mm->id] || u == except || uh->kind == H_FUSED || uh->summed_into) continue;
+    if (u->op == OP_MATMUL && matmul_reads(L, u, v)) return 1;
+    for (int a = 0; a < u->nargs; a++)
+      if (fused_reads(L, u->args[a], v)) return 1;
+  }
+  return 0;
+}
+
 /* A scan whose carry c is written in place by the epilogue of matmul mm,
  * and whose body begins with a cast of c (`Sb = S as bf16`, the state as a
  * matmul operand): the epilogue writes the cast of the new value as well
@@ -492,7 +509,7 @@ static void set_epilogue(LK *L, const CirInst *mm, const CirInst *target, const 
  * a pass over the tile and a barrier off the step's chain. Bitwise the same
  * values. Only when nothing at or after mm reads the cast (the next step's
  * readers come after the loop's barriers) and the carry is held unrounded. */
-static void plan_shadow(LK *L, const CirInst *f, const CirInst *yield, const CirInst *mm, const CirInst *c) {
+static void plan_shadow(LK *L, const CirInst *f, const CirInst *mm, const CirInst *c) {
   const CirBlock *body = f->body;
   Home *ch = home_of(L, c);
   if (ch->sdt != c->ty.dt) return;
@@ -502,14 +519,7 @@ static void plan_shadow(LK *L, const CirInst *f, const CirInst *yield, const Cir
     if (cake_ops[x->op].kind != OK_CAST || x->args[0] != c || xh->kind != H_SMEM || xh->async_mode != ASYNC_NONE ||
         xh->epilogue || x->ty.rank != 2 || L->pos[x->id] > L->pos[mm->id] || matmul_reads(L, mm, x))
       continue;
-    int ok = 1;
-    for (int j = 0; j < body->len && ok; j++) {
-      const CirInst *u = body->insts[j];
-      if (L->pos[u->id] <= L->pos[mm->id] && u != yield) continue;
-      if (u != yield && home_of(L, u)->kind == H_FUSED) continue; /* checked where it is read */
-      for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], x);
-    }
-    if (!ok) continue;
+    if (read_from(L, body, mm, x, NULL)) continue; /* (the yield too) */
     home_of(L, mm)->epilogue_shadow = x;
     xh->shadow = 1;
     return;
@@ -552,16 +562,9 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
         /* writing the carry early: nothing after the matmul may read it, but
          * the yield, and neither may the matmul itself (its warps would
          * overwrite an operand that others still read) */
-        int ok = !matmul_reads(L, mm, c);
-        for (int j = 0; j < f->body->len && ok; j++) {
-          const CirInst *u = f->body->insts[j];
-          /* fused values are read where their consumers are; those are checked */
-          if (L->pos[u->id] <= L->pos[mm->id] || u == in || home_of(L, u)->kind == H_FUSED) continue;
-          for (int a = 0; a < u->nargs; a++) ok &= !fused_reads(L, u->args[a], c);
-        }
-        if (ok) {
+        if (!read_from(L, f->body, mm, c, in)) {
           set_epilogue(L, mm, y, c);
-          plan_shadow(L, f, in, mm, c);
+          plan_shadow(L, f, mm, c);
         }
       }
     }
