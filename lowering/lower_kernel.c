@@ -193,20 +193,17 @@ static void emit_for(LK *L, const CirInst *f) {
     materialize_to(L, f->args[c->axis + 1], mlb_i32(b, h->offset), h->sdt, h->stride, 0);
   }
   MlirValue zero = mlb_i32(b, 0), one = mlb_i32(b, 1);
-  /* the carries' shadows (plan_shadow) of the initial values */
-  int shadows = 0;
-  for (int i = 0; i < body->len; i++) shadows |= home_of(L, body->insts[i])->shadow;
-  if (shadows) {
-    mlb_barrier(b); /* the initial values were written by other threads */
-    for (int i = 0; i < body->len; i++) {
-      const CirInst *x = body->insts[i];
-      Home *xh = home_of(L, x);
-      if (!xh->shadow) continue;
-      Home *ch = home_of(L, x->args[0]);
-      ch->dyn = carry_addr(L, ch, zero);
-      materialize_to(L, x, mlb_i32(b, xh->offset), xh->sdt, xh->stride, 1);
-      ch->dyn = (MlirValue){0};
-    }
+  /* the carries' shadows (plan_shadow) of the initial values, once those
+   * (written by other threads) are all in place */
+  for (int i = 0, synced = 0; i < body->len; i++) {
+    const CirInst *x = body->insts[i];
+    Home *xh = home_of(L, x);
+    if (!xh->shadow) continue;
+    if (!synced++) mlb_barrier(b);
+    Home *ch = home_of(L, x->args[0]);
+    ch->dyn = carry_addr(L, ch, zero);
+    materialize_to(L, x, mlb_i32(b, xh->offset), xh->sdt, xh->stride, 1);
+    ch->dyn = (MlirValue){0};
   }
   MlirValue count = mlb_bin(b, "arith.subi", hi, lo);
   const CirInst *cv = NULL;

@@ -33,8 +33,6 @@ static void number_block(Plan *P, const CirBlock *b, int depth, const CirInst *l
   }
 }
 
-/* In the body of a scan over chunks (not of a counted or `before` loop)? */
-
 static int block_end(LK *L, const CirBlock *b) {
   const CirInst *last = b->insts[b->len - 1];
   return L->pos[last->id];
@@ -517,9 +515,9 @@ static void plan_shadow(LK *L, const CirInst *f, const CirInst *mm, const CirIns
     const CirInst *x = body->insts[i];
     Home *xh = home_of(L, x);
     if (cake_ops[x->op].kind != OK_CAST || x->args[0] != c || xh->kind != H_SMEM || xh->async_mode != ASYNC_NONE ||
-        xh->epilogue || x->ty.rank != 2 || L->pos[x->id] > L->pos[mm->id] || matmul_reads(L, mm, x))
+        xh->epilogue || x->ty.rank != 2 || L->pos[x->id] > L->pos[mm->id])
       continue;
-    if (read_from(L, body, mm, x, NULL)) continue; /* (the yield too) */
+    if (read_from(L, body, mm, x, NULL)) continue; /* (mm and the yield too) */
     home_of(L, mm)->epilogue_shadow = x;
     xh->shadow = 1;
     return;
