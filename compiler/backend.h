@@ -45,10 +45,13 @@ typedef struct Backend Backend;
 Backend *backend_create(Diag *diag, const char *cuda_root);
 void backend_destroy(Backend *be);
 
-/* Lower `k` for `target` to PTX; with stop == EMIT_MLIR or EMIT_LLVM the
- * MLIR as built or the optimised LLVM IR is kept as text too. */
+/* Lower `k` once for the n targets (all of one view: backend_view_key) and
+ * make its PTX for each: out[i] for targets[i] (n of them, each its own
+ * result). With stop == EMIT_MLIR or EMIT_LLVM the MLIR as built or the
+ * optimised LLVM IR is kept as text too. The MLIR time is out[0]'s; on an
+ * error every out[i] is to be freed and none holds PTX to use. */
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
-                    const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
+                    const KernelAbi *abi, const char *const *targets, int n, const char *symbol, EmitKind stop,
                     KernelBinary *out);
 /* ptxas: kb->ptx -> kb->cubin, or a note when this ptxas cannot target kb->target.
  * PTX that asks for two blocks per multiprocessor and spills there is
@@ -67,6 +70,9 @@ const char *backend_reference_chip(Backend *be, const char *target);
  * PTX target, limits and path's features): targets with the same text get
  * the same PTX. */
 void backend_lowering_key(const char *target, Buf *out);
+/* The same without the PTX target: targets with the same text share one
+ * lowering (backend_compile). */
+void backend_view_key(const char *target, Buf *out);
 
 /* Whether this ptxas can make a cubin for `target` (asked once per backend;
  * ask before forking workers so that they inherit the answer). */

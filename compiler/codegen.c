@@ -141,17 +141,26 @@ void codegen_free(Codegen *g) {
   memset(g, 0, sizeof *g);
 }
 
-int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKernel *k, const KernelAbi *abi,
-                const char *target, const char *symbol) {
+/* The request text as keys cover it: what the compilation emits, and with a
+ * cache the compiler and ptxas that made it. */
+static void key_text(const Codegen *g, Buf *t, const char *text) {
+  buf_puts(t, text);
+  buf_printf(t, "emit %s\n", g->emit >= EMIT_CUBIN ? "cubin" : g->emit == EMIT_PTX ? "ptx" : "text");
+  if (g->cache_dir) buf_printf(t, "build %s\nptxas %s\n", cake_build_id(), backend_ptxas_version(g->be));
+}
+
+int codegen_add(Codegen *g, const char *text, const char *view_text, const CirProgram *p, const CirKernel *k,
+                const KernelAbi *abi, const char *target, const char *symbol) {
   Buf t;
   buf_init(&t);
-  buf_puts(&t, text);
-  buf_printf(&t, "emit %s\n", g->emit >= EMIT_CUBIN ? "cubin" : g->emit == EMIT_PTX ? "ptx" : "text");
-  if (g->cache_dir) buf_printf(&t, "build %s\nptxas %s\n", cake_build_id(), backend_ptxas_version(g->be));
-  /* targets that see the same lowering share the generated PTX: the text
-   * covers the target as the lowering sees it; the key adds the chip that
-   * ptxas assembles for */
-  char lkey[65], key[65];
+  /* targets of one view share the lowering (the view text); targets that
+   * see the same lowering and PTX target share the generated PTX (the text
+   * covers both); the key adds the chip that ptxas assembles for */
+  char vkey[65], lkey[65], key[65];
+  key_text(g, &t, view_text);
+  sha256_hex(t.data, t.len, vkey);
+  t.len = 0;
+  key_text(g, &t, text);
   sha256_hex(t.data, t.len, lkey);
   buf_printf(&t, "assemble %s\n", target);
   sha256_hex(t.data, t.len, key);
@@ -167,6 +176,7 @@ int codegen_add(Codegen *g, const char *text, const CirProgram *p, const CirKern
   memset(u, 0, sizeof *u);
   memcpy(u->key, key, sizeof key);
   memcpy(u->lkey, lkey, sizeof lkey);
+  memcpy(u->vkey, vkey, sizeof vkey);
   u->p = p;
   u->k = k;
   u->abi = abi;
@@ -215,25 +225,44 @@ typedef struct AsmTask {
   char *given;
 } AsmTask;
 
+/* A lowering: the units (one per PTX target) that one lowering serves. */
+typedef struct Lowering {
+  int first, n; /* its units: lowered[first .. first + n - 1] */
+} Lowering;
+
 typedef struct UnitWork {
   Codegen *g;
-  const int *todo;      /* lowering: unit index per task */
-  const AsmTask *tasks; /* assembly */
+  const Lowering *lowerings; /* lowering: one per task */
+  const int *lowered;        /* their units */
+  const AsmTask *tasks;      /* assembly */
 } UnitWork;
 
-/* Lowering: MLIR, LLVM and PTX of a unit (no cubin). */
+/* Lowering: MLIR and LLVM IR once, then the PTX of each of its units (no
+ * cubin): one record per unit, each after its length. The diagnostics go
+ * with the first; a failure is every unit's. */
 static void lower_task(void *ctx, int i, Buf *out) {
   UnitWork *w = ctx;
-  const CodegenUnit *u = &w->g->units[w->todo[i]];
+  const Lowering *l = &w->lowerings[i];
+  const CodegenUnit *u = &w->g->units[w->lowered[l->first]];
+  const char *targets[CAKE_MAX_TARGETS];
+  KernelBinary kb[CAKE_MAX_TARGETS];
+  CAKE_ASSERT(l->n <= CAKE_MAX_TARGETS);
+  for (int j = 0; j < l->n; j++) targets[j] = w->g->units[w->lowered[l->first + j]].target;
   Arena arena;
   arena_init(&arena);
   Diag d;
   diag_init(&d, 1 << 30);
-  KernelBinary kb;
   EmitKind stop = w->g->emit < EMIT_PTX ? w->g->emit : EMIT_PTX;
-  int rc = backend_compile(w->g->be, &arena, &d, u->p, u->k, u->abi, u->target, u->symbol, stop, &kb);
-  put_unit(out, rc ? (d.errors ? d.errors : 1) : 0, d.out.data ? d.out.data : "", &kb, NULL, 1);
-  kernel_binary_free(&kb);
+  int rc = backend_compile(w->g->be, &arena, &d, u->p, u->k, u->abi, targets, l->n, u->symbol, stop, kb);
+  int errors = rc ? (d.errors ? d.errors : 1) : 0;
+  for (int j = 0; j < l->n; j++) {
+    Buf rec;
+    buf_init(&rec);
+    put_unit(&rec, errors, d.out.data ? d.out.data : "", &kb[j], NULL, 1);
+    put_blob(out, rec.data, rec.len, 1);
+    buf_free(&rec);
+    kernel_binary_free(&kb[j]);
+  }
   diag_free(&d);
   arena_free(&arena);
 }
@@ -412,7 +441,7 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
   order_tasks(g, r2, n2);
   Buf *out1 = calloc((size_t)n1 + 1, sizeof(Buf)), *out2 = calloc((size_t)n2 + 1, sizeof(Buf));
   int *died1 = calloc((size_t)n1 + 1, sizeof(int)), *died2 = calloc((size_t)n2 + 1, sizeof(int));
-  UnitWork w = {g, NULL, r1};
+  UnitWork w = {g, NULL, NULL, r1};
   jobs_run(g->jobs, n1, assemble_task, &w, out1, died1);
   /* round 2 takes its references' PTX; a task whose reference failed
    * fails with it (`given` NULL, `why` its reason) and is not run */
@@ -483,7 +512,8 @@ void codegen_run(Codegen *g, Buf *notes) {
     }
     todo[ntodo++] = i;
   }
-  /* one lowering per lowering key among the units to compile */
+  /* one PTX per lowering key among the units to compile (`lowered`: the
+   * unit that holds it), and one lowering per view key among those */
   int *lowered = malloc(sizeof(int) * (size_t)(g->nunits + 1));
   int *lower = malloc(sizeof(int) * (size_t)(ntodo + 1));
   int nlower = 0;
@@ -495,26 +525,58 @@ void codegen_run(Codegen *g, Buf *notes) {
     if (lowered[ui] < 0) lowered[ui] = lower[nlower++] = ui;
   }
   g->lowerings += nlower;
-  order_by_size(g, lower, nlower);
+  /* group them by view (in order), the largest lowerings first */
+  int *heads = malloc(sizeof(int) * (size_t)(nlower + 1)), *grouped = malloc(sizeof(int) * (size_t)(nlower + 1));
+  int nheads = 0;
+  for (int l = 0; l < nlower; l++) {
+    int h = 0;
+    while (h < nheads && strcmp(g->units[heads[h]].vkey, g->units[lower[l]].vkey)) h++;
+    if (h == nheads) heads[nheads++] = lower[l];
+  }
+  order_by_size(g, heads, nheads);
+  Lowering *lw = malloc(sizeof *lw * (size_t)(nheads + 1));
+  int ng = 0;
+  for (int h = 0; h < nheads; h++) {
+    lw[h] = (Lowering){ng, 0};
+    for (int l = 0; l < nlower; l++)
+      if (!strcmp(g->units[lower[l]].vkey, g->units[heads[h]].vkey)) {
+        grouped[ng++] = lower[l];
+        lw[h].n++;
+      }
+  }
+  g->views += nheads;
   /* learned here, inherited by the workers */
   if (g->emit >= EMIT_CUBIN)
     for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);
   Buf *out = calloc((size_t)ntodo + 1, sizeof(Buf));
   int *died = calloc((size_t)ntodo + 1, sizeof(int));
-  UnitWork w = {g, lower, NULL};
-  jobs_run(g->jobs, nlower, lower_task, &w, out, died);
-  for (int l = 0; l < nlower; l++) {
-    CodegenUnit *u = &g->units[lower[l]];
-    if (died[l] || get_unit(u, out[l].data, out[l].len) != 0) {
-      char what[600];
-      snprintf(what, sizeof what, "code generation of kernel '%s' for %s", u->k->name, u->target);
-      u->errors = 1;
-      u->diag = died_message(what);
+  UnitWork w = {g, lw, grouped, NULL};
+  jobs_run(g->jobs, nheads, lower_task, &w, out, died);
+  for (int h = 0; h < nheads; h++) {
+    Reader r = {out[h].data, out[h].len, 0};
+    for (int j = 0; j < lw[h].n; j++) {
+      CodegenUnit *u = &g->units[grouped[lw[h].first + j]];
+      int64_t n = died[h] ? -1 : get_i64(&r);
+      int bad = r.bad || n < 0 || (uint64_t)n > r.left || get_unit(u, r.p, (size_t)n) != 0;
+      if (bad) {
+        char what[600];
+        snprintf(what, sizeof what, "code generation of kernel '%s' for %s", u->k->name, u->target);
+        clear_unit(u);
+        u->errors = 1;
+        u->diag = died_message(what);
+        r.bad = 1;
+      } else {
+        r.p += n;
+        r.left -= (size_t)n;
+      }
+      label(u);
     }
-    buf_free(&out[l]);
-    died[l] = 0;
-    label(u);
+    buf_free(&out[h]);
+    died[h] = 0;
   }
+  free(heads);
+  free(grouped);
+  free(lw);
   /* the others share their lowering's result or failure */
   AsmTask *tasks = malloc(sizeof *tasks * (size_t)(ntodo + 1));
   int ntasks = 0;
@@ -626,9 +688,10 @@ void codegen_fatbins(Codegen *g, FatbinJob *jobs, int n) {
 
 void codegen_report(const Codegen *g, Buf *notes) {
   buf_printf(notes,
-             "cakec: time: %d kernel compilations in %d units (%d from the cache, lowered to PTX: %d), %d jobs: "
+             "cakec: time: %d kernel compilations in %d units (%d from the cache, lowered to PTX: %d in %d lowerings), "
+             "%d jobs: "
              "%.2f s elapsed for the units (CPU: MLIR %.2f s, LLVM + NVPTX %.2f s, ptxas %.2f s), "
              "%.2f s for the fatbins (CPU: fatbinary %.2f s)\n",
-             g->requests, g->nunits, g->cache_hits, g->lowerings, g->jobs, g->wall[0], g->seconds[0], g->seconds[1],
+             g->requests, g->nunits, g->cache_hits, g->lowerings, g->views, g->jobs, g->wall[0], g->seconds[0], g->seconds[1],
              g->seconds[2], g->wall[1], g->seconds[3]);
 }

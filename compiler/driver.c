@@ -362,9 +362,12 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
  * share it as variants do. The target enters as what the lowering sees of
  * it, so targets that get the same PTX share the kernel's name too (each
  * has its own cubin file). */
-static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target) {
+/* `view`: the target as its view (backend_view_key), not its lowering key. */
+static void request_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target,
+                         int view) {
   buf_printf(o, "%s\ntarget ", cake_version());
-  backend_lowering_key(target, o);
+  if (view) backend_view_key(target, o);
+  else backend_lowering_key(target, o);
   buf_printf(o, "\noptions %s\nchunk %d\n", CAKE_CODEGEN_OPTIONS, p->chunk);
   for (int i = 0; i < abi->nargs; i++) {
     const KernelArg *a = &abi->args[i];
@@ -387,6 +390,10 @@ static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const K
     if (x) buf_printf(o, "halo %s before %d after %d\n", x->xdst->name, x->xbefore, x->xafter);
   }
   cir_dump_kernel(o, p, k);
+}
+
+static void digest_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target) {
+  request_text(o, p, k, abi, target, 0);
 }
 
 static cJSON *program_json(const CirProgram *p, const char *src_name) {
@@ -560,11 +567,14 @@ static void plan_program(Compilation *c, const CirProgram *p, ProgramPlan *pl) {
        * the digest: a kernel that several programs hold has one name. */
       char symbol[512];
       snprintf(symbol, sizeof symbol, "%s_%s", k->name, DIGEST_PLACEHOLDER);
-      Buf t;
+      Buf t, v;
       buf_init(&t);
+      buf_init(&v);
       digest_text(&t, p, k, &pl->abis[ki], c->archs[ti]);
-      *u = codegen_add(&c->cg, t.data, p, k, &pl->abis[ki], c->archs[ti], arena_strdup(&c->arena, symbol));
+      request_text(&v, p, k, &pl->abis[ki], c->archs[ti], 1);
+      *u = codegen_add(&c->cg, t.data, v.data, p, k, &pl->abis[ki], c->archs[ti], arena_strdup(&c->arena, symbol));
       buf_free(&t);
+      buf_free(&v);
     }
   }
 }

@@ -206,6 +206,12 @@ void backend_lowering_key(const char *target, Buf *out) {
   else buf_printf(out, "unknown %s", target);
 }
 
+void backend_view_key(const char *target, Buf *out) {
+  const Target *t = target_get(target);
+  if (t) target_view_key(t, out);
+  else buf_printf(out, "unknown %s", target);
+}
+
 const char *backend_reference_chip(Backend *be, const char *target) {
   Buf mine;
   buf_init(&mine);
@@ -473,16 +479,30 @@ int backend_assemble(Backend *be, Diag *diag, KernelBinary *kb) {
 }
 
 int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, const CirKernel *k,
-                    const KernelAbi *abi, const char *target, const char *symbol, EmitKind stop,
+                    const KernelAbi *abi, const char *const *targets, int n, const char *symbol, EmitKind stop,
                     KernelBinary *out) {
-  memset(out, 0, sizeof *out);
-  out->target = target;
-  out->ptx_target = backend_ptx_target(target);
-  out->symbol = strdup(symbol);
-  if (!out->ptx_target) {
-    diag_plain(diag, "unknown target '%s' (known: %s)", target, target_names());
-    return -1;
+  CAKE_ASSERT(n >= 1);
+  memset(out, 0, sizeof *out * (size_t)n);
+  Buf view;
+  buf_init(&view);
+  backend_view_key(targets[0], &view);
+  for (int i = 0; i < n; i++) {
+    out[i].target = targets[i];
+    out[i].ptx_target = backend_ptx_target(targets[i]);
+    out[i].symbol = strdup(symbol);
+    Buf v;
+    buf_init(&v);
+    backend_view_key(targets[i], &v);
+    int same = v.len == view.len && !memcmp(v.data, view.data, v.len);
+    buf_free(&v);
+    if (!out[i].ptx_target) {
+      diag_plain(diag, "unknown target '%s' (known: %s)", targets[i], target_names());
+      buf_free(&view);
+      return -1;
+    }
+    CAKE_ASSERT(same); /* one lowering serves only targets of one view */
   }
+  buf_free(&view);
   be->diag = diag;
   int errors0 = diag->errors;
   double t0 = cpu_seconds();
@@ -491,14 +511,18 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   MlirOperation mop = mlirModuleGetOperation(mod);
   mlirOperationSetDiscardableAttributeByName(mop, mlirStringRefCreateFromCString("gpu.container_module"),
                                              mlirUnitAttrGet(be->ctx));
-  Target view = target_lowering_view(target_get(target));
-  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, &view, symbol, &out->shared_bytes);
+  Target view_t = target_lowering_view(target_get(targets[0]));
+  int shared = 0;
+  int rc = lower_kernel(arena, diag, be->ctx, mlirModuleGetBody(mod), p, k, abi, &view_t, symbol, &shared);
   if (rc) goto fail;
   if (!mlirOperationVerify(mop)) {
     diag_plain(diag, "internal error: the MLIR built for kernel '%s' does not verify", k->name);
     goto fail;
   }
-  if (stop == EMIT_MLIR) out->mlir = print_op(mop, 1);
+  if (stop == EMIT_MLIR) {
+    char *text = print_op(mop, 1);
+    for (int i = 0; i < n; i++) out[i].mlir = i ? strdup(text) : text;
+  }
   MlirPassManager pm = mlirPassManagerCreate(be->ctx);
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
   Buf perr;
@@ -514,7 +538,7 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
   }
   MlirOperation gmod = mlirBlockGetFirstOperation(mlirModuleGetBody(mod));
   double t1 = cpu_seconds();
-  out->seconds[0] = t1 - t0;
+  out[0].seconds[0] = t1 - t0;
   LLVMContextRef lctx = LLVMContextCreate();
   LLVMModuleRef lm = mlirTranslateModuleToLLVMIR(gmod, lctx);
   if (!lm) {
@@ -522,11 +546,22 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
     LLVMContextDispose(lctx);
     goto fail;
   }
-  out->ptx = emit_ptx(diag, lm, out->ptx_target, stop == EMIT_LLVM ? &out->llvm : NULL);
+  /* one translation, optimised and emitted for each PTX target (the last
+   * takes the module itself, the others a copy) */
+  int ok = 1;
+  for (int i = 0; i < n && ok; i++) {
+    out[i].shared_bytes = shared;
+    LLVMModuleRef m = i + 1 < n ? LLVMCloneModule(lm) : lm;
+    out[i].ptx = emit_ptx(diag, m, out[i].ptx_target, stop == EMIT_LLVM ? &out[i].llvm : NULL);
+    if (m != lm) LLVMDisposeModule(m);
+    double t2 = cpu_seconds();
+    out[i].seconds[1] = t2 - t1;
+    t1 = t2;
+    ok = out[i].ptx != NULL;
+  }
   LLVMDisposeModule(lm);
   LLVMContextDispose(lctx);
-  out->seconds[1] = cpu_seconds() - t1;
-  if (!out->ptx) goto fail;
+  if (!ok) goto fail;
   mlirModuleDestroy(mod);
   be->diag = NULL;
   return diag->errors == errors0 ? 0 : -1;

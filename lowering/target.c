@@ -40,16 +40,23 @@ unsigned target_path_features(const char *path) {
 
 Target target_lowering_view(const Target *t) {
   Target v = *t;
-  v.name = t->ptx_target;
+  /* no PTX target: the lowering is shared by every PTX target of the view */
+  v.name = t->path;
+  v.ptx_target = NULL;
   v.features &= target_path_features(t->path);
   v.remark = "";
   return v;
 }
 
-void target_lowering_key(const Target *t, Buf *out) {
+void target_view_key(const Target *t, Buf *out) {
   Target v = target_lowering_view(t);
-  buf_printf(out, "ptx %s path %s smem %d %d %d regs %d %d features %#x", v.ptx_target, v.path, v.smem_per_block,
-             v.smem_per_sm, v.smem_reserved, v.regs_per_sm, v.max_regs_per_thread, v.features);
+  buf_printf(out, "path %s smem %d %d %d regs %d %d features %#x", v.path, v.smem_per_block, v.smem_per_sm,
+             v.smem_reserved, v.regs_per_sm, v.max_regs_per_thread, v.features);
+}
+
+void target_lowering_key(const Target *t, Buf *out) {
+  buf_printf(out, "ptx %s ", t->ptx_target);
+  target_view_key(t, out);
 }
 
 const char *target_names(void) { return "sm_90a, sm_100a, sm_103a, sm_107a"; }

@@ -10,12 +10,16 @@
  * the features beyond it are declared so that faster paths can test for
  * them.
  *
- * Kernels are generated per PTX target and assembled per chip. The lowering
- * sees a target only through target_lowering_view(): its PTX target, its
- * limits and the features its path may use. Targets with the same view
- * (target_lowering_key) get the same PTX, which is generated once and
- * given to ptxas for each of them: on the portable path sm_100a, sm_103a
- * and sm_107a share the sm_100f family's PTX.
+ * Kernels are lowered per view and generated per PTX target, then
+ * assembled per chip. The lowering sees a target only through
+ * target_lowering_view(): its limits and the features its path may use,
+ * never its PTX target, so targets with the same view (target_view_key)
+ * share one lowering to MLIR and LLVM IR, which LLVM then optimises and
+ * emits for each PTX target among them. Targets with the same PTX target
+ * too (target_lowering_key) get the same PTX, which is generated once and
+ * given to ptxas for each of them: on the portable path sm_90a has its own
+ * PTX, and sm_100a, sm_103a and sm_107a share the sm_100f family's, all
+ * from one lowering.
  */
 #ifndef CAKE_TARGET_H
 #define CAKE_TARGET_H
@@ -53,11 +57,14 @@ const Target *target_get(const char *name);
 const Target *target_all(int *n);
 /* The features the code-generation path `path` may use (0: unknown path). */
 unsigned target_path_features(const char *path);
-/* What the lowering sees of `t`: the PTX target as its name, the limits, and
- * only the features of its path. */
+/* What the lowering sees of `t`: the limits and only the features of its
+ * path; its name is the path's and it has no PTX target (NULL). */
 Target target_lowering_view(const Target *t);
 /* Text that covers every field of the lowering view: targets with the same
- * key get the same generated code. */
+ * key share one lowering. */
+void target_view_key(const Target *t, Buf *out);
+/* The view key with the PTX target: targets with the same key get the same
+ * generated code. */
 void target_lowering_key(const Target *t, Buf *out);
 /* "sm_90a, sm_100a, ..." */
 const char *target_names(void);

@@ -149,9 +149,9 @@ static void jobs_and_cache_change_nothing(void **st) {
   char cache[64], out[64], bad[128];
   snprintf(cache, sizeof cache, "%s/cache", dir);
   const struct { int jobs; const char *cache; const char *from_cache; } runs[] = {
-      {1, "", "(0 from the cache, lowered to PTX: 1)"},
-      {3, cache, "(0 from the cache, lowered to PTX: 1)"},
-      {2, cache, "(1 from the cache, lowered to PTX: 0)"}};
+      {1, "", "(0 from the cache, lowered to PTX: 1 in 1 lowerings)"},
+      {3, cache, "(0 from the cache, lowered to PTX: 1 in 1 lowerings)"},
+      {2, cache, "(1 from the cache, lowered to PTX: 0 in 0 lowerings)"}};
   char *first = NULL;
   for (int i = 0; i < 3; i++) {
     snprintf(out, sizeof out, "%s/o%d", dir, i);
