@@ -1,16 +1,23 @@
-/* jobs.c - the worker pool of jobs.h: fork per task, results through pipes.
+/* jobs.c - the worker pool of jobs.h: `jobs` worker processes forked once
+ * per call, tasks through pipes.
  *
- * A child writes an 8-byte length, then the task's bytes, then exits with
- * _exit (no atexit handlers, no stdio flushes of the parent's buffers). The
- * parent polls the pipes of the running children, reads as data arrives (so
- * a child never blocks on a full pipe), and on end of file reaps that child
- * by its id. A result counts only when the length matches and the child
- * exited with status 0; a child whose task hits an internal error (cake_die)
- * exits with status 3. */
+ * The parent writes a task's index (4 bytes) to an idle worker's task pipe;
+ * the worker runs it and writes an 8-byte length, then the task's bytes, to
+ * its result pipe, and waits for the next index. The parent polls the result
+ * pipes, reads as data arrives (so a worker never blocks on a full pipe),
+ * and gives a worker its next task once its result is whole; when no task
+ * is left it closes the worker's task pipe and the worker ends with _exit
+ * (no atexit handlers, no stdio flushes of the parent's buffers). At end of
+ * file on a result pipe it reaps that worker by its id: a task still in
+ * flight then died (a crash, or an internal error: cake_die ends the worker
+ * with status 3), and a new worker takes the tasks that are left. A worker
+ * lives as long as the call, so the memory its tasks free is reused rather
+ * than faulted in again for each task. */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +32,13 @@ int jobs_default(void) {
   return n > 0 ? (int)n : 1;
 }
 
-typedef struct Slot {
-  pid_t pid;
-  int fd, task;
-  Buf data;
-} Slot;
+typedef struct Worker {
+  pid_t pid;  /* 0: none */
+  int cmd;    /* write end of its task pipe (-1 once closed) */
+  int res;    /* read end of its result pipe */
+  int task;   /* the task in flight, or -1 */
+  Buf data;   /* what it has sent of that task's result */
+} Worker;
 
 static int write_all(int fd, const void *p, size_t n) {
   const char *s = p;
@@ -43,50 +52,110 @@ static int write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
-/* Start task i in a child; 0, or -1 when no child could be made. */
-static int start(Slot *s, int i, JobTask task, void *ctx, const Slot *slots, int nslots) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return -1;
+/* 0, or -1 at end of file or on an error. */
+static int read_all(int fd, void *p, size_t n) {
+  char *s = p;
+  while (n) {
+    ssize_t r = read(fd, s, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    s += r;
+    n -= (size_t)r;
   }
-  if (pid == 0) {
-    close(fds[0]);
-    for (int j = 0; j < nslots; j++)
-      if (slots[j].pid > 0) close(slots[j].fd);
-    /* an internal error in the task ends this child (the parent reports
-     * the task as stopped without a result); it must never unwind into the
-     * parent's handler, which this child inherited */
-    CakeDieHandler die;
-    cake_die_push(&die);
-    if (setjmp(die.jump)) _exit(3);
-    Buf out;
-    buf_init(&out);
-    task(ctx, i, &out);
-    cake_die_pop(&die);
-    uint64_t len = out.len;
-    int rc = write_all(fds[1], &len, sizeof len) || write_all(fds[1], out.data, out.len);
-    _exit(rc ? 1 : 0);
-  }
-  close(fds[1]);
-  s->pid = pid;
-  s->fd = fds[0];
-  s->task = i;
-  buf_init(&s->data);
   return 0;
 }
 
-/* The child of slot s has closed its pipe: reap it and keep its result. */
-static void finish(Slot *s, Buf *out, int *died) {
-  close(s->fd);
-  int st = 0;
-  while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
+/* A worker: task indices in, results out, until its task pipe ends. */
+static void serve(int cmd, int res, JobTask task, void *ctx) {
+  /* an internal error in a task ends this worker (the parent reports the
+   * task as stopped without a result); it must never unwind into the
+   * parent's handler, which this process inherited */
+  CakeDieHandler die;
+  cake_die_push(&die);
+  if (setjmp(die.jump)) _exit(3);
+  signal(SIGPIPE, SIG_DFL); /* the parent ignores it while it runs the pool */
+  int32_t i;
+  while (read_all(cmd, &i, sizeof i) == 0) {
+    Buf out;
+    buf_init(&out);
+    task(ctx, i, &out);
+    uint64_t len = out.len;
+    if (write_all(res, &len, sizeof len) || write_all(res, out.data, out.len)) _exit(1);
+    buf_free(&out);
   }
+  cake_die_pop(&die);
+  _exit(0);
+}
+
+/* Start worker w; 0, or -1 when no process could be made. */
+static int start(Worker *w, JobTask task, void *ctx, const Worker *all, int nall) {
+  int c[2], r[2];
+  if (pipe2(c, O_CLOEXEC) != 0) return -1;
+  if (pipe2(r, O_CLOEXEC) != 0) {
+    close(c[0]);
+    close(c[1]);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(c[0]);
+    close(c[1]);
+    close(r[0]);
+    close(r[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(c[1]);
+    close(r[0]);
+    for (int j = 0; j < nall; j++)
+      if (all[j].pid > 0) {
+        if (all[j].cmd >= 0) close(all[j].cmd);
+        close(all[j].res);
+      }
+    serve(c[0], r[1], task, ctx);
+  }
+  close(c[0]);
+  close(r[1]);
+  w->pid = pid;
+  w->cmd = c[1];
+  w->res = r[0];
+  w->task = -1;
+  buf_init(&w->data);
+  return 0;
+}
+
+/* Give worker w its next task, or close its task pipe when none is left. */
+static void dispatch(Worker *w, int *next, int n) {
+  if (*next < n) {
+    int32_t i = *next;
+    if (write_all(w->cmd, &i, sizeof i) == 0) {
+      w->task = i;
+      (*next)++;
+      return;
+    }
+  }
+  close(w->cmd);
+  w->cmd = -1;
+}
+
+/* Keep the result of w's task once it has all arrived. */
+static void take(Worker *w, Buf *out) {
   uint64_t len = 0;
-  if (s->data.len >= sizeof len) memcpy(&len, s->data.data, sizeof len);
+  if (w->task < 0 || w->data.len < sizeof len) return;
+  memcpy(&len, w->data.data, sizeof len);
+  if (w->data.len - sizeof len < len) return;
+  buf_put(&out[w->task], w->data.data + sizeof len, (size_t)len);
+  w->task = -1;
+  w->data.len = 0;
+}
+
+/* Worker w has closed its result pipe: reap it; a task in flight died. */
+static void finish(Worker *w, int *died) {
+  close(w->res);
+  if (w->cmd >= 0) close(w->cmd);
+  int st = 0;
+  while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+  }
 #ifdef CAKE_SANITIZE_BUILD
   /* In a sanitizer build a report aborts the process that made it: a worker
    * ended by a signal takes this process down too, so that the report is not
@@ -96,11 +165,11 @@ static void finish(Slot *s, Buf *out, int *died) {
     abort();
   }
 #endif
-  int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && s->data.len >= sizeof len && s->data.len - sizeof len == len;
-  if (ok) buf_put(&out[s->task], s->data.data + sizeof len, (size_t)len);
-  else died[s->task] = 1;
-  buf_free(&s->data);
-  s->pid = 0;
+  if (w->task >= 0) died[w->task] = 1;
+  buf_free(&w->data);
+  w->pid = 0;
+  w->cmd = -1;
+  w->task = -1;
 }
 
 void jobs_run(int jobs, int n, JobTask task, void *ctx, Buf *out, int *died) {
@@ -111,53 +180,67 @@ void jobs_run(int jobs, int n, JobTask task, void *ctx, Buf *out, int *died) {
     for (int i = 0; i < n; i++) task(ctx, i, &out[i]);
     return;
   }
-  Slot *slots = calloc((size_t)jobs, sizeof *slots);
+  /* a worker that dies between tasks must not take this process with it */
+  struct sigaction ign, old;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old);
+  Worker *ws = calloc((size_t)jobs, sizeof *ws);
   struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
-  int next = 0, running = 0;
+  int next = 0, alive = 0, nofork = 0;
   char chunk[65536];
-  while (next < n || running > 0) {
-    for (int j = 0; j < jobs && next < n; j++) {
-      if (slots[j].pid > 0) continue;
-      if (start(&slots[j], next, task, ctx, slots, jobs) != 0) {
-        task(ctx, next, &out[next]); /* no child: run it here */
-      } else {
-        running++;
+  for (;;) {
+    /* a worker for every slot while tasks are left */
+    for (int j = 0; j < jobs && next < n && !nofork; j++) {
+      if (ws[j].pid > 0) continue;
+      if (start(&ws[j], task, ctx, ws, jobs) != 0) {
+        nofork = 1; /* what is left runs here, below */
+        break;
       }
-      next++;
+      alive++;
+      dispatch(&ws[j], &next, n);
     }
-    if (!running) continue;
-    int np = 0;
-    int idx[64];
+    if (!alive) break;
+    int np = 0, idx[64];
     for (int j = 0; j < jobs; j++)
-      if (slots[j].pid > 0) {
-        pfd[np].fd = slots[j].fd;
+      if (ws[j].pid > 0) {
+        pfd[np].fd = ws[j].res;
         pfd[np].events = POLLIN;
         pfd[np].revents = 0;
         idx[np++] = j;
       }
     if (poll(pfd, (nfds_t)np, -1) < 0) {
       if (errno == EINTR) continue;
-      break; /* not expected with valid descriptors; the loop below drains */
+      break; /* not expected with valid descriptors; drained below */
     }
     for (int q = 0; q < np; q++) {
       if (!pfd[q].revents) continue;
-      Slot *s = &slots[idx[q]];
-      ssize_t r = read(s->fd, chunk, sizeof chunk);
-      if (r > 0) buf_put(&s->data, chunk, (size_t)r);
-      else if (r == 0 || errno != EINTR) {
-        finish(s, out, died);
-        running--;
+      Worker *w = &ws[idx[q]];
+      ssize_t r = read(w->res, chunk, sizeof chunk);
+      if (r > 0) {
+        buf_put(&w->data, chunk, (size_t)r);
+        take(w, out);
+        if (w->task < 0 && w->cmd >= 0) dispatch(w, &next, n);
+      } else if (r == 0 || errno != EINTR) {
+        finish(w, died);
+        alive--;
       }
     }
   }
   for (int j = 0; j < jobs; j++) /* only after a poll failure: blocking reads */
-    if (slots[j].pid > 0) {
+    if (ws[j].pid > 0) {
+      if (ws[j].cmd >= 0) close(ws[j].cmd);
+      ws[j].cmd = -1;
       ssize_t r;
-      while ((r = read(slots[j].fd, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR))
-        if (r > 0) buf_put(&slots[j].data, chunk, (size_t)r);
-      finish(&slots[j], out, died);
+      while ((r = read(ws[j].res, chunk, sizeof chunk)) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0) {
+          buf_put(&ws[j].data, chunk, (size_t)r);
+          take(&ws[j], out);
+        }
+      finish(&ws[j], died);
     }
+  sigaction(SIGPIPE, &old, NULL);
   for (int i = next; i < n; i++) task(ctx, i, &out[i]);
-  free(slots);
+  free(ws);
   free(pfd);
 }

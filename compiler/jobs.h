@@ -3,11 +3,15 @@
  * Contract: jobs_run() runs task(ctx, i, out) for i = 0..n-1, at most `jobs`
  * at a time, and hands back each task's bytes in out[i], indexed by task, so
  * the caller assembles results in a fixed order whatever the completion
- * order. With jobs > 1 each task runs in a child process (fork) that writes
- * its bytes to a pipe and exits; the parent's state is never changed by a
- * task. With jobs <= 1, or when fork fails, tasks run in this process, one
- * after the other. A child that dies without a complete result (a crash, a
- * signal) leaves out[i] empty and died[i] set; in a sanitizer build
+ * order. With jobs > 1 the tasks run in up to `jobs` child processes
+ * (fork), each running one task after another and sending each task's bytes
+ * through a pipe; the parent's state is never changed by a task, but a task
+ * sees what earlier tasks of its worker left in that process (tasks must
+ * not depend on it). SIGPIPE is ignored in this process while the pool
+ * runs. With jobs <= 1, or when no child can be made, tasks run in this
+ * process, one after the other. A child that dies before its task's result
+ * is whole (a crash, a signal, an exit) leaves out[i] empty and died[i]
+ * set, and a new child takes the tasks left; in a sanitizer build
  * (CAKE_SANITIZE) a child ended by a signal aborts the parent as well, with a
  * line on stderr. The pool waits only for the children it started (waitpid on
  * their ids); nothing else is printed.
