@@ -238,8 +238,8 @@ typedef struct UnitWork {
 } UnitWork;
 
 /* Lowering: MLIR and LLVM IR once, then the PTX of each of its units (no
- * cubin): one record per unit, each after its length. The diagnostics go
- * with the first; a failure is every unit's. */
+ * cubin): one record per unit, each after its length. Every record carries
+ * the lowering's diagnostics; a failure is every unit's. */
 static void lower_task(void *ctx, int i, Buf *out) {
   UnitWork *w = ctx;
   const Lowering *l = &w->lowerings[i];

@@ -180,13 +180,32 @@ void jobs_run(int jobs, int n, JobTask task, void *ctx, Buf *out, int *died) {
     for (int i = 0; i < n; i++) task(ctx, i, &out[i]);
     return;
   }
+  Worker *ws = cake_xcalloc((size_t)jobs, sizeof *ws);
+  struct pollfd *pfd = cake_xcalloc((size_t)jobs, sizeof *pfd);
   /* a worker that dies between tasks must not take this process with it */
   struct sigaction ign, old;
   memset(&ign, 0, sizeof ign);
   ign.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ign, &old);
-  Worker *ws = calloc((size_t)jobs, sizeof *ws);
-  struct pollfd *pfd = calloc((size_t)jobs, sizeof *pfd);
+  /* an internal error here (out of memory) ends the workers, puts SIGPIPE
+   * back and frees the pool before it goes on to the caller's handler */
+  CakeDieHandler guard;
+  cake_die_push(&guard);
+  if (setjmp(guard.jump)) {
+    for (int j = 0; j < jobs; j++)
+      if (ws[j].pid > 0) {
+        if (ws[j].cmd >= 0) close(ws[j].cmd);
+        close(ws[j].res);
+        kill(ws[j].pid, SIGKILL);
+        while (waitpid(ws[j].pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        buf_free(&ws[j].data);
+      }
+    sigaction(SIGPIPE, &old, NULL);
+    free(ws);
+    free(pfd);
+    cake_die_again(&guard);
+  }
   int next = 0, alive = 0, nofork = 0;
   char chunk[65536];
   for (;;) {
@@ -239,8 +258,9 @@ void jobs_run(int jobs, int n, JobTask task, void *ctx, Buf *out, int *died) {
         }
       finish(&ws[j], died);
     }
+  cake_die_pop(&guard);
   sigaction(SIGPIPE, &old, NULL);
-  for (int i = next; i < n; i++) task(ctx, i, &out[i]);
   free(ws);
   free(pfd);
+  for (int i = next; i < n; i++) task(ctx, i, &out[i]);
 }

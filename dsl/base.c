@@ -183,6 +183,17 @@ int make_dirs(const char *path) {
   return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+_Noreturn void cake_die_again(const CakeDieHandler *caught) {
+  CakeDieHandler *h = die_top;
+  if (h) {
+    die_top = h->prev;
+    snprintf(h->message, sizeof h->message, "%s", caught->message);
+    longjmp(h->jump, 1);
+  }
+  fprintf(stderr, "cake: %s\n", caught->message);
+  abort();
+}
+
 _Noreturn void cake_die_at(const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

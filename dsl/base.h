@@ -78,6 +78,9 @@ typedef struct CakeDieHandler {
 } CakeDieHandler;
 void cake_die_push(CakeDieHandler *h);
 void cake_die_pop(CakeDieHandler *h);
+/* Passes an internal error a handler caught (after its clean-up) on to the
+ * next handler, its message unchanged. */
+_Noreturn void cake_die_again(const CakeDieHandler *caught);
 #define cake_die(...) cake_die_at(__FILE__, __LINE__, __VA_ARGS__)
 #define CAKE_ASSERT(c) \
   do { if (!(c)) cake_die("assertion failed: %s", #c); } while (0)

@@ -2,16 +2,19 @@
  * whatever the order they finish in, workers that serve many tasks each, a
  * task that ends its worker (an exit, an internal error) costing only its
  * own result, results larger than a pipe's buffer, one job running in this
- * process, and the parent's state and SIGPIPE handling left as they were. */
+ * process, and the parent's state and SIGPIPE handling left as they were,
+ * also when this process fails (out of memory) while the pool runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "jobs.h"
@@ -22,6 +25,16 @@ typedef struct Ctx {
 } Ctx;
 
 static int counter; /* changed by the tasks: the parent's copy must not be */
+
+/* The test's realloc (linked with --wrap=realloc): in process `fail_pid`,
+ * a request of `fail_from` bytes or more fails. */
+void *__real_realloc(void *p, size_t n);
+static pid_t fail_pid;
+static size_t fail_from;
+void *__wrap_realloc(void *p, size_t n) {
+  if (fail_from && n >= fail_from && getpid() == fail_pid) return NULL;
+  return __real_realloc(p, n);
+}
 
 /* "task <i> pid <pid>" then `big` bytes of (i & 0xff). */
 static void task(void *p, int i, Buf *out) {
@@ -137,11 +150,43 @@ static void test_sigpipe_restored(void **state) {
   assert_ptr_equal((void *)before.sa_handler, (void *)after.sa_handler);
 }
 
+/* The parent runs out of memory taking a large result: its internal error
+ * reaches the caller's handler unchanged, and the workers are gone, reaped,
+ * and SIGPIPE is as it was. */
+static Buf *lost_out;
+static int *lost_died;
+static void test_parent_fails(void **state) {
+  (void)state;
+  struct sigaction before, after;
+  sigaction(SIGPIPE, NULL, &before);
+  Ctx c = {0, 0, 300000};
+  CakeDieHandler h;
+  volatile int caught = 0;
+  cake_die_push(&h);
+  if (setjmp(h.jump)) {
+    caught = 1;
+  } else {
+    fail_pid = getpid();
+    fail_from = 200000;
+    run(2, 6, &c, &lost_out, &lost_died);
+    cake_die_pop(&h);
+  }
+  fail_from = 0;
+  assert_true(caught);
+  assert_non_null(strstr(h.message, "out of memory growing a buffer"));
+  sigaction(SIGPIPE, NULL, &after);
+  assert_ptr_equal((void *)before.sa_handler, (void *)after.sa_handler);
+  errno = 0;
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left, running or not reaped */
+  assert_int_equal(errno, ECHILD);
+  release(6, lost_out, lost_died);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_results_in_order), cmocka_unit_test(test_workers_that_end),
       cmocka_unit_test(test_large_results),    cmocka_unit_test(test_one_job_here),
-      cmocka_unit_test(test_sigpipe_restored),
+      cmocka_unit_test(test_sigpipe_restored), cmocka_unit_test(test_parent_fails),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
