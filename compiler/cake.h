@@ -33,7 +33,7 @@ typedef struct cake_options {
   int max_errors;        /* 0: 20 */
   const char *cuda_root; /* NULL: $CAKE_CUDA_ROOT, else /usr/local/cuda */
   const char *options;   /* "name=value,..." fixes options; the others take every value. NULL: all variants */
-  int jobs;              /* kernels compiled at once, each in a worker process; 0: the online CPUs; 1: no workers */
+  int jobs;              /* kernels compiled at once, in as many worker processes; 0: the online CPUs; 1: no workers */
   const char *cache_dir; /* compiled kernels cached here (cubin, fatbin, package); NULL: $CAKE_CACHE_DIR; "": none */
   int timing;            /* add a note saying where the time went */
 } cake_options;
