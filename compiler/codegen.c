@@ -227,13 +227,13 @@ typedef struct AsmTask {
 
 /* A lowering: the units (one per PTX target) that one lowering serves. */
 typedef struct Lowering {
-  int first, n; /* its units: lowered[first .. first + n - 1] */
+  int first, n; /* its units: members[first .. first + n - 1] */
 } Lowering;
 
 typedef struct UnitWork {
   Codegen *g;
   const Lowering *lowerings; /* lowering: one per task */
-  const int *lowered;        /* their units */
+  const int *members;        /* their units */
   const AsmTask *tasks;      /* assembly */
 } UnitWork;
 
@@ -243,11 +243,11 @@ typedef struct UnitWork {
 static void lower_task(void *ctx, int i, Buf *out) {
   UnitWork *w = ctx;
   const Lowering *l = &w->lowerings[i];
-  const CodegenUnit *u = &w->g->units[w->lowered[l->first]];
+  const CodegenUnit *u = &w->g->units[w->members[l->first]];
   const char *targets[CAKE_MAX_TARGETS];
   KernelBinary kb[CAKE_MAX_TARGETS];
   CAKE_ASSERT(l->n <= CAKE_MAX_TARGETS);
-  for (int j = 0; j < l->n; j++) targets[j] = w->g->units[w->lowered[l->first + j]].target;
+  for (int j = 0; j < l->n; j++) targets[j] = w->g->units[w->members[l->first + j]].target;
   Arena arena;
   arena_init(&arena);
   Diag d;
@@ -525,22 +525,25 @@ void codegen_run(Codegen *g, Buf *notes) {
     if (lowered[ui] < 0) lowered[ui] = lower[nlower++] = ui;
   }
   g->lowerings += nlower;
-  /* group them by view (in order), the largest lowerings first */
-  int *heads = malloc(sizeof(int) * (size_t)(nlower + 1)), *grouped = malloc(sizeof(int) * (size_t)(nlower + 1));
+  /* group them by view (each its first unit: `heads`; `group`: the head's
+   * index per PTX unit), the largest lowerings first */
+  int *heads = malloc(sizeof(int) * (size_t)(nlower + 1)), *group = malloc(sizeof(int) * (size_t)(nlower + 1));
+  int *members = malloc(sizeof(int) * (size_t)(nlower + 1));
   int nheads = 0;
   for (int l = 0; l < nlower; l++) {
     int h = 0;
     while (h < nheads && strcmp(g->units[heads[h]].vkey, g->units[lower[l]].vkey)) h++;
     if (h == nheads) heads[nheads++] = lower[l];
+    group[l] = heads[h];
   }
   order_by_size(g, heads, nheads);
   Lowering *lw = malloc(sizeof *lw * (size_t)(nheads + 1));
-  int ng = 0;
+  int nm = 0;
   for (int h = 0; h < nheads; h++) {
-    lw[h] = (Lowering){ng, 0};
+    lw[h] = (Lowering){nm, 0};
     for (int l = 0; l < nlower; l++)
-      if (!strcmp(g->units[lower[l]].vkey, g->units[heads[h]].vkey)) {
-        grouped[ng++] = lower[l];
+      if (group[l] == heads[h]) {
+        members[nm++] = lower[l];
         lw[h].n++;
       }
   }
@@ -550,12 +553,12 @@ void codegen_run(Codegen *g, Buf *notes) {
     for (int i = 0; i < ntodo; i++) backend_can_assemble(g->be, g->units[todo[i]].target);
   Buf *out = calloc((size_t)ntodo + 1, sizeof(Buf));
   int *died = calloc((size_t)ntodo + 1, sizeof(int));
-  UnitWork w = {g, lw, grouped, NULL};
+  UnitWork w = {g, lw, members, NULL};
   jobs_run(g->jobs, nheads, lower_task, &w, out, died);
   for (int h = 0; h < nheads; h++) {
     Reader r = {out[h].data, out[h].len, 0};
     for (int j = 0; j < lw[h].n; j++) {
-      CodegenUnit *u = &g->units[grouped[lw[h].first + j]];
+      CodegenUnit *u = &g->units[members[lw[h].first + j]];
       int64_t n = died[h] ? -1 : get_i64(&r);
       int bad = r.bad || n < 0 || (uint64_t)n > r.left || get_unit(u, r.p, (size_t)n) != 0;
       if (bad) {
@@ -575,7 +578,8 @@ void codegen_run(Codegen *g, Buf *notes) {
     died[h] = 0;
   }
   free(heads);
-  free(grouped);
+  free(group);
+  free(members);
   free(lw);
   /* the others share their lowering's result or failure */
   AsmTask *tasks = malloc(sizeof *tasks * (size_t)(ntodo + 1));

@@ -361,8 +361,9 @@ static cJSON *grid_json(const CirProgram *p, const CirKernel *k, const KernelAbi
  * kernel (a training program's forward stages and the forward program's)
  * share it as variants do. The target enters as what the lowering sees of
  * it, so targets that get the same PTX share the kernel's name too (each
- * has its own cubin file). */
-/* `view`: the target as its view (backend_view_key), not its lowering key. */
+ * has its own cubin file). With `view` the target enters as its view
+ * (backend_view_key) instead: the text that decides which units share a
+ * lowering. */
 static void request_text(Buf *o, const CirProgram *p, const CirKernel *k, const KernelAbi *abi, const char *target,
                          int view) {
   buf_printf(o, "%s\ntarget ", cake_version());
