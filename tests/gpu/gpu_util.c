@@ -109,7 +109,9 @@ float bf16_to_f32(uint16_t h) {
   return f;
 }
 
-ErrStats err_stats(const double *out, const double *ref, long long n) {
+ErrStats err_stats(const double *out, const double *ref, long long n) { return err_stats_scaled(out, ref, NULL, n); }
+
+ErrStats err_stats_scaled(const double *out, const double *ref, const double *scale, long long n) {
   ErrStats e = {0};
   double se = 0, sr = 0;
   e.n = n;
@@ -120,7 +122,7 @@ ErrStats err_stats(const double *out, const double *ref, long long n) {
     }
     double d = out[i] - ref[i];
     se += d * d;
-    sr += ref[i] * ref[i];
+    sr += scale ? fmax(ref[i] * ref[i], scale[i] * scale[i]) : ref[i] * ref[i];
     if (fabs(d) > e.max_abs) e.max_abs = fabs(d);
     if (fabs(ref[i]) > e.max_ref) e.max_ref = fabs(ref[i]);
   }

@@ -41,6 +41,10 @@ typedef struct ErrStats {
   long long nonfinite, n;
 } ErrStats;
 ErrStats err_stats(const double *out, const double *ref, long long n);
+/* The same with each element's reference magnitude at least scale[i] (a sum
+ * whose terms cancel: the size of its terms, not of the sum, sets the error
+ * to expect). */
+ErrStats err_stats_scaled(const double *out, const double *ref, const double *scale, long long n);
 
 double gpu_time_ms(void (*fn)(void *), void *ctx, int reps);
 

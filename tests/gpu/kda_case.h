@@ -34,6 +34,7 @@ typedef struct KdaCase {
   /* float64 copies and the reference outputs (NULL until kda_case_reference) */
   double *fq, *fk, *fv, *fg, *fbeta, *fA, *fdt, *fh0, *fdo, *fdht;
   double *ref[KDA_NOUT];
+  double *scale[KDA_NOUT]; /* dA_log, ddt_bias: the scale of their terms (KdaGrads); else NULL */
 } KdaCase;
 
 /* Draws the inputs (the order of draws is fixed: the same seed, the same case). */
@@ -42,7 +43,8 @@ void kda_case_make(KdaCase *c, const char *gate, int qk_norm, int beta_logits, i
 void kda_case_reference(KdaCase *c);
 void kda_case_free(KdaCase *c);
 /* Prints " name err" for every output the case has (dA_log and ddt_bias not
- * with the external gate), `got` against the reference with kda_out_tol,
+ * with the external gate), `got` against the reference with kda_out_tol (for
+ * dA_log and ddt_bias relative to the larger of the sum and its terms' scale),
  * "(not bitwise)" where `again` (a second run) differs, " FAIL" after a bad
  * one. Returns 1 when every output is finite, within its threshold and
  * bitwise repeated. */

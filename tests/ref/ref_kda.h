@@ -79,9 +79,14 @@ void ref_kda_fwd_gva_heads(const KdaOptions *opt, int64_t T, int64_t H, int64_t 
  *   ddt_bias   [HV, K]        in-kernel gates; all zero for external
  *   dh0        [N, HV, K, V]  w.r.t. the initial state (h0, or the zero state
  *                             when h0 is NULL)
- * dA_log and ddt_bias sum over tokens in ascending order. */
+ * dA_log and ddt_bias sum over tokens in ascending order.
+ *   dA_log_scale   [HV]       optional: sqrt of the sum of the squares of
+ *   ddt_bias_scale [HV, K]    each sum's terms, the size an error of a few
+ *                             parts in the terms gives the sum when they
+ *                             cancel (the GPU tests bound the error by it) */
 typedef struct KdaGrads {
   double *dq, *dk, *dv, *dg, *dbeta, *dA_log, *ddt_bias, *dh0;
+  double *dA_log_scale, *ddt_bias_scale;
 } KdaGrads;
 
 /* The gradients of a loss L(o, ht) given dL/do = do_ [T, HV, V] and

@@ -174,6 +174,7 @@ static void gate_chain(const Bwd *b, const KdaGrads *gr) {
   int64_t HV = b->HV;
   int K = b->K, gate = b->opt->gate;
   double *dA = zeros((size_t)HV), *ddt = zeros((size_t)HV * K);
+  double *sA = zeros((size_t)HV), *sdt = zeros((size_t)HV * K); /* sums of squared terms */
   for (int64_t t = 0; t < b->T; t++)
     for (int64_t hv = 0; hv < HV; hv++)
       for (int c = 0; c < K; c++) {
@@ -190,12 +191,18 @@ static void gate_chain(const Bwd *b, const KdaGrads *gr) {
           }
           dA[hv] += dal;
           ddt[hv * K + c] += dx;
+          sA[hv] += dal * dal;
+          sdt[hv * K + c] += dx * dx;
         }
         if (gr->dg) gr->dg[i + c] = dx;
       }
   if (gr->dA_log) memcpy(gr->dA_log, dA, sizeof(double) * (size_t)HV);
   if (gr->ddt_bias) memcpy(gr->ddt_bias, ddt, sizeof(double) * (size_t)HV * K);
-  free(dA), free(ddt);
+  if (gr->dA_log_scale)
+    for (int64_t i = 0; i < HV; i++) gr->dA_log_scale[i] = sqrt(sA[i]);
+  if (gr->ddt_bias_scale)
+    for (int64_t i = 0; i < HV * K; i++) gr->ddt_bias_scale[i] = sqrt(sdt[i]);
+  free(dA), free(ddt), free(sA), free(sdt);
 }
 
 static void beta_chain(const Bwd *b, const KdaGrads *gr) {

@@ -87,7 +87,7 @@ static void problem_init(Problem *p, const Case *c) {
     if (c->with_dht) p->wh[i] = nrand();
   }
   p->gr = (KdaGrads){alloc(p->nqk), alloc(p->nqk), alloc(p->nv), alloc(p->ng), alloc(p->nb),
-                     alloc((size_t)c->HV), alloc((size_t)(c->HV * c->K)), alloc(p->ns)};
+                     alloc((size_t)c->HV), alloc((size_t)(c->HV * c->K)), alloc(p->ns), NULL, NULL};
 }
 
 static void problem_free(Problem *p) {

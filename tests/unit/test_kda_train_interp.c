@@ -165,7 +165,7 @@ static void run_case(const Case *cs) {
   const double *h0 = cs->with_h0 ? in.h0 : NULL;
   ref_kda_fwd_gva(&ko, T, H, HV, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, ref[0],
                   ref[1]);
-  KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9]};
+  KdaGrads gr = {ref[2], ref[3], ref[4], ref[5], ref[6], ref[7], ref[8], ref[9], NULL, NULL};
   ref_kda_bwd(&ko, T, H, HV, K, V, cu32, N, in.q, in.k, in.v, in.g, in.beta, in.A_log, in.dt_bias, h0, in.do_,
               cs->with_dht ? in.dht : NULL, &gr);
 
