@@ -4,19 +4,23 @@
  * g non-increasing down the rows (a cumulative log-decay). exp(-g) alone
  * overflows under strong decay, so the rows are split into 16-row blocks and
  * every factor is taken relative to a reference row inside the product:
- *   off-diagonal block (I, J), J < I, reference row p = 16 I:
+ *   off-diagonal block (I, J), J < I, reference row p = 16 (J + 1), the first
+ *   row after block J:
  *     D = (a * exp(g - g[p])) (b * exp(g[p] - g))^T over the rows of I and J:
  *     both factors are <= 1 (r >= p > j), so the bf16 operands of the
  *     tensor-core product cannot overflow;
  *   diagonal blocks: element by element in fp32.
- * Operand staging, for each block row I >= 1 in turn, in buffers reused from
- * row to row: a' = a * exp(g - g[16 I]) for the rows of block I, and
- * b' = b * exp(g[16 I] - g) for the rows j < 16 I. */
+ * One phase stages b' = b * exp(g[16 (J + 1)] - g) for the rows of every
+ * block J < C / 16 - 1 (its reference depends only on J); after one barrier
+ * the off-diagonal tasks (I, J) run one per warp, each building its a' =
+ * a * exp(g - g[16 (J + 1)]) fragments in registers from a and g where they
+ * live, while the other threads (and each task's warp after it) fill the
+ * zeros and the diagonal blocks: the three write disjoint parts of D. */
 #include <stdio.h>
 
 #include "lower.h"
 
-/* The staging area of a decay_dot: b' holds one block row's rows at a time. */
+/* The staging area of a decay_dot: b' for the rows of every block but the last. */
 int decay_bprime_rows(int C) { return C - 16; }
 
 
@@ -24,23 +28,18 @@ typedef struct ScaleCtx {
   View x, g;
   MlirValue out;
   int out_stride;
-  int ref_block; /* b': the reference row is 16 * ref_block; a': -1 (own block) */
-  int row0;      /* b': first row of this block row's staging */
 } ScaleCtx;
 
-/* One element group of a' or of one block row of b'. */
-/* b' (row0 = 0): rows j < 16 I, scaled by exp(g[16 I] - g[j]);
- * a' (row0 = -16 I): row i of block I, scaled by exp(g[16 I + i] - g[16 I]). */
+/* One element group of b': row j scaled by exp(g[16 (j / 16 + 1)] - g[j]). */
 static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, void *vctx) {
+  (void)v;
   ScaleCtx *s = vctx;
   Mlb *b = &L->b;
-  MlirValue ref = mlb_i32(b, 16 * s->ref_block);
-  int is_a = s->row0 < 0;
-  MlirValue src = is_a ? mlb_add(b, r, ref) : r;
-  Vals x = view_vals(L, &s->x, src, c, W), gr = view_vals(L, &s->g, src, c, W), gp = view_vals(L, &s->g, ref, c, W);
+  MlirValue ref = mlb_mul_c(b, mlb_add_c(b, mlb_bin_c(b, "arith.divui", r, 16), 1), 16);
+  Vals x = view_vals(L, &s->x, r, c, W), gr = view_vals(L, &s->g, r, c, W), gp = view_vals(L, &s->g, ref, c, W);
   Vals y = {.n = W};
   for (int i = 0; i < W; i++) {
-    MlirValue d = is_a ? mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]) : mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
+    MlirValue d = mlb_bin(b, "arith.subf", gp.v[i], gr.v[i]);
     y.v[i] = mlb_bin(b, "arith.mulf", x.v[i], lk_exp(L, d));
   }
   smem_store_vals(L, s->out, DT_BF16, s->out_stride, r, c, y);
@@ -49,6 +48,41 @@ static void scale_fn(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W, v
 static MlirValue boff(LK *L, MlirValue base, int stride, MlirValue row, MlirValue col) {
   Mlb *b = &L->b;
   return mlb_add(b, base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, row, stride), col), 2));
+}
+
+/* Two f32 as one register of two bf16 (lo in the low half), as the tensor
+ * cores read a fragment. */
+static MlirValue pack_bf16x2(LK *L, MlirValue lo, MlirValue hi) {
+  Mlb *b = &L->b;
+  MlirValue v = mlb_undef(b, mlb_vec(b, 2, b->bf16));
+  MlirValue l16 = mlb_cast(b, "arith.truncf", lo, b->bf16);
+  v = mlb_vinsert(b, v, l16, 0);
+  MlirValue h16 = mlb_cast(b, "arith.truncf", hi, b->bf16);
+  v = mlb_vinsert(b, v, h16, 1);
+  return mlb_bitcast(b, v, b->i32);
+}
+
+/* Lane's A fragment of a' for the 16 rows from row0 and columns k0 .. k0 + 15
+ * (mma.m16n8k16 layout: rows lane / 4 and + 8, columns 2 (lane % 4) + 0, 1
+ * and + 8), a' = a * exp(g - g[ref]). */
+static void aprime_frag(LK *L, const View *A, const View *G, MlirValue row0, MlirValue ref, MlirValue k0,
+                        MlirValue g4, MlirValue t4, MlirValue af[4]) {
+  Mlb *b = &L->b;
+  MlirValue c0 = mlb_add(b, k0, mlb_mul_c(b, t4, 2));
+  for (int half = 0; half < 2; half++) {
+    MlirValue c = half ? mlb_add_c(b, c0, 8) : c0;
+    Vals gp = view_vals(L, G, ref, c, 2);
+    for (int up = 0; up < 2; up++) {
+      MlirValue r = mlb_add(b, row0, up ? mlb_add_c(b, g4, 8) : g4);
+      Vals x = view_vals(L, A, r, c, 2), gr = view_vals(L, G, r, c, 2);
+      MlirValue y[2];
+      for (int i = 0; i < 2; i++) {
+        MlirValue d = mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]);
+        y[i] = mlb_bin(b, "arith.mulf", x.v[i], lk_exp(L, d));
+      }
+      af[half * 2 + up] = pack_bf16x2(L, y[0], y[1]);
+    }
+  }
 }
 
 void lower_decay(LK *L, const CirInst *in) {
@@ -64,8 +98,8 @@ void lower_decay(LK *L, const CirInst *in) {
   View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
   View G = operand_view(L, in, 2);
   mlb_barrier(b);
-  MlirValue ap = mlb_i32(b, h->stage_off[3]), bp = mlb_i32(b, h->stage_off[4]);
-  int st = K + 8;
+  MlirValue bp = mlb_i32(b, h->stage_off[4]);
+  int st = h->stage_stride[4]; /* K + 8 */
   int W = 8;
   while (K % W) W /= 2;
 
@@ -75,18 +109,16 @@ void lower_decay(LK *L, const CirInst *in) {
   MlirValue g4 = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4)), t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
   int nw = L->nthreads / 32;
 
-  /* off-diagonal 16x16 blocks on tensor cores, block row by block row:
-   * b' for row I, then the tasks (I, J), J < I, one per warp in turn */
-  for (int I = 1; I < nb; I++) {
-    /* a' for the rows of block I, b' for the rows before it: reference row 16 I */
-    ScaleCtx sa = {A, G, ap, st, I, -16 * I};
-    tile_loop(L, in->args[0], 16, K, W, scale_fn, &sa);
-    ScaleCtx sb = {B, G, bp, st, I, 0};
-    tile_loop(L, in->args[1], 16 * I, K, W, scale_fn, &sb);
+  /* off-diagonal 16x16 blocks on tensor cores: b' for every block J < nb - 1
+   * at once, then the tasks (I, J), J < I, one per warp in turn */
+  if (nb > 1) {
+    ScaleCtx sb = {B, G, bp, st};
+    tile_loop(L, in->args[1], 16 * (nb - 1), K, W, scale_fn, &sb);
     mlb_barrier(b);
-    for (int J = 0; J < I; J++) {
-      int task = J;
-      int row0 = 0;
+  }
+  int task = 0;
+  for (int I = 1; I < nb; I++)
+    for (int J = 0; J < I; J++, task++) {
       MlbIf mine;
       mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
       MlirValue zero = mlb_f32(b, 0.0), init[8];
@@ -97,16 +129,15 @@ void lower_decay(LK *L, const CirInst *in) {
       MlirValue k_step = mlb_i32(b, 16);
       mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 8, init);
       MlirValue k0 = kl.iv;
-      /* A: row lane % 16 of a' (block I), column k0 + (lane / 16) * 8 */
-      MlirValue arow = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 16));
-      MlirValue acol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", lane, 16), 8));
-      MlirValue as = ldmatrix_at(L, boff(L, ap, st, arow, acol), 4, 0);
+      /* A: a' of block I relative to row 16 (J + 1), built in registers */
       MlirValue af[4];
-      for (int e = 0; e < 4; e++) af[e] = mlb_extract(b, as, e, b->i32);
+      MlirValue row0 = mlb_i32(b, 16 * I);
+      MlirValue ref = mlb_i32(b, 16 * (J + 1));
+      aprime_frag(L, &A, &G, row0, ref, k0, g4, t4, af);
       /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
        * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
       MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
-      MlirValue brow = mlb_add_c(b, mlb_bin_c(b, "arith.remui", lane, 8), row0 + 16 * J);
+      MlirValue brow = mlb_add_c(b, mlb_bin_c(b, "arith.remui", lane, 8), 16 * J);
       brow = mlb_add(b, brow, mlb_mul_c(b, mlb_bin_c(b, "arith.divui", q, 2), 8));
       MlirValue bcol = mlb_add(b, k0, mlb_mul_c(b, mlb_bin_c(b, "arith.remui", q, 2), 8));
       MlirValue bs = ldmatrix_at(L, boff(L, bp, st, brow, bcol), 4, 0);
@@ -132,8 +163,6 @@ void lower_decay(LK *L, const CirInst *in) {
       mlb_if_else(b, &mine, 0, NULL);
       mlb_if_end(b, &mine, 0, NULL);
     }
-    mlb_barrier(b); /* before the next row's b' overwrites this one */
-  }
 
   /* zeros above the diagonal */
   MlbFor el;

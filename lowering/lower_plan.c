@@ -298,14 +298,11 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       h->stage_dt[1] = DT_F32;
       h->stage_stride[1] = storage_stride(DT_F32, nn);
       add_buf(v, n, cap, p, p, 16 * h->stage_stride[1] * 4, &h->stage_off[1]);
-    } else { /* a' (one block of rows) and b' (the rows before it), bf16 */
+    } else { /* b' (the rows of every block but the last), bf16; a' lives in registers */
       int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
-      for (int j = 3; j < 5; j++) {
-        h->stage_dt[j] = DT_BF16;
-        h->stage_stride[j] = storage_stride(DT_BF16, K);
-      }
-      add_buf(v, n, cap, p, p, 16 * h->stage_stride[3] * 2, &h->stage_off[3]);
-      add_buf(v, n, cap, p, p, (decay_bprime_rows(C) + 1) * h->stage_stride[4] * 2, &h->stage_off[4]);
+      h->stage_dt[4] = DT_BF16;
+      h->stage_stride[4] = storage_stride(DT_BF16, K);
+      if (C > 16) add_buf(v, n, cap, p, p, decay_bprime_rows(C) * h->stage_stride[4] * 2, &h->stage_off[4]);
     }
   }
 }

@@ -28,6 +28,7 @@ out m_tanh, m_log1p, m_expm1, m_logsig, m_silu : f32[T, H, D]
 out m_special : f32[H, 5, D]
 out m_decay, m_decay1 : f32[T, H, C]
 out m_dmm, m_dmmt, m_dmm1, m_dmmt1 : f32[T, H, DK]
+out m_ddot, m_ddot1, m_inv : f32[T, H, C]
 temp part : f32[chunks, H, D]
 
 kernel elementwise over (c in chunks, h in H) {
@@ -122,6 +123,20 @@ kernel dmm over (c in chunks, h in H) threads 256 {
   store m_dmmt1[c, h, :] = decay_mm_t(md, a, gw)
 }
 
+// decay_dot and unit_lower_inv at K = 32 and 128 threads (KDA runs them at
+// K = 128 and 256 threads): decay_dot under a strong log-decay (about -4 per
+// row: exp(g[r] - g[j]) spans e^-250 over a chunk) and a weak one, and the
+// inverse of a unit lower-triangular matrix whose entries are about 0.1
+kernel tri over (c in chunks, h in H) {
+  a = load x[c, h, :]
+  b = load y[c, h, :]
+  gs = cumsum(where(valid(c)[:, None], -3.5 - abs(b) * 0.5, 0.0), 0)
+  gw = cumsum(where(valid(c)[:, None], -abs(a) * 0.05, 0.0), 0)
+  store m_ddot[c, h, :] = decay_dot(a, b, gs)
+  store m_ddot1[c, h, :] = decay_dot(b, b, gw)
+  store m_inv[c, h, :] = unit_lower_inv(tril((a as bf16) @ (b as bf16).T, -1) * 0.015625)
+}
+
 // the same functions of special values, coded finite: NaN 1000, +inf 2000,
 // -inf -2000, +0 3000, -0 -3000 (other values as they are)
 kernel specials over (h in H) {
@@ -133,4 +148,4 @@ kernel specials over (h in H) {
   }
 }
 
-entry run = elementwise, scans, totals, math, specials, dmm
+entry run = elementwise, scans, totals, math, specials, dmm, tri

@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
       {"m_expm1", 0, 'T', D, 1e-5, 1e-5}, {"m_logsig", 0, 'T', D, 1e-5, 1e-5}, {"m_silu", 0, 'T', D, 1e-5, 1e-5},
       {"m_special", 0, 'S', D, 1e-5, 1e-5}, {"m_decay", 0, 'T', CH, 1e-5, 1e-5}, {"m_decay1", 0, 'T', CH, 1e-5, 1e-5},
       {"m_dmm", 0, 'T', DK, 1e-5, 0},      {"m_dmmt", 0, 'T', DK, 1e-5, 0},   {"m_dmm1", 0, 'T', DK, 1e-5, 0},
-      {"m_dmmt1", 0, 'T', DK, 1e-5, 0},
+      {"m_dmmt1", 0, 'T', DK, 1e-5, 0},   {"m_ddot", 0, 'T', CH, 1e-2, 0},   {"m_ddot1", 0, 'T', CH, 1e-2, 0},
+      {"m_inv", 0, 'T', CH, 1e-5, 0},
   };
   enum { NOUT = sizeof outs / sizeof outs[0] };
   long long dims[4] = {T, N, H, 0};
