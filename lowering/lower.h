@@ -54,6 +54,8 @@ typedef struct Home {
                               products go into the same accumulators; that one is not emitted */
   const CirInst *sum_node; /* the `+` whose value the accumulators then hold */
   const CirInst *summed_into; /* a matmul folded into another's accumulators */
+  const CirInst *pair_with; /* decay_dot: a later decay_dot of the same b and g computed in its pass */
+  const CirInst *pair_of;   /* that later one: the decay_dot whose pass computes it */
   int async_mode;   /* a load copied with cp.async: ASYNC_HOIST (at kernel start) or
                        ASYNC_PREFETCH (a scan's next chunk, during the current one) */
   int refill_after; /* ASYNC_PREFETCH: the body position of the last read; the next
@@ -192,6 +194,8 @@ MlirValue lk_shuffle_xor(LK *L, MlirValue x, int offset);
 void lower_reduce(LK *L, const CirInst *in);
 void lower_scan(LK *L, const CirInst *in);
 void lower_solve(LK *L, const CirInst *in);
+/* the staging of unit_lower_inv of size n: X [rows][cols] of its widest merge level */
+void solve_x_shape(int n, int *rows, int *cols);
 /* lower_decay.c */
 void lower_decay(LK *L, const CirInst *in);
 int decay_bprime_rows(int C);

@@ -15,7 +15,14 @@
  * the off-diagonal tasks (I, J) run one per warp, each building its a' =
  * a * exp(g - g[16 (J + 1)]) fragments in registers from a and g where they
  * live, while the other threads (and each task's warp after it) fill the
- * zeros and the diagonal blocks: the three write disjoint parts of D. */
+ * zeros and the diagonal blocks: the three write disjoint parts of D.
+ *
+ * Paired (plan_decay_pairs in lower_plan.c): a second decay_dot of the same b
+ * and g rides on the first one's pass. b' is staged once, each task builds
+ * both a' from one set of decays and runs both products on the same b'
+ * fragments, and each diagonal element's exponentials and b, g loads serve
+ * both sums. The first one's values go straight to the store that consumes
+ * them (it has no tile), the second's to its tile. */
 #include <stdio.h>
 
 #include "lower.h"
@@ -62,11 +69,12 @@ static MlirValue pack_bf16x2(LK *L, MlirValue lo, MlirValue hi) {
   return mlb_bitcast(b, v, b->i32);
 }
 
-/* Lane's A fragment of a' for the 16 rows from row0 and columns k0 .. k0 + 15
- * (mma.m16n8k16 layout: rows lane / 4 and + 8, columns 2 (lane % 4) + 0, 1
- * and + 8), a' = a * exp(g - g[ref]). */
-static void aprime_frag(LK *L, const View *A, const View *G, MlirValue row0, MlirValue ref, MlirValue k0,
-                        MlirValue g4, MlirValue t4, MlirValue af[4]) {
+/* Lane's A fragments of a' for the 16 rows from row0 and columns k0 .. k0 +
+ * 15 (mma.m16n8k16 layout: rows lane / 4 and + 8, columns 2 (lane % 4) + 0,
+ * 1 and + 8), a' = a * exp(g - g[ref]), for each of the n operands a (the
+ * decays computed once). */
+static void aprime_frags(LK *L, const View *A, int n, const View *G, MlirValue row0, MlirValue ref, MlirValue k0,
+                         MlirValue g4, MlirValue t4, MlirValue af[2][4]) {
   Mlb *b = &L->b;
   MlirValue c0 = mlb_add(b, k0, mlb_mul_c(b, t4, 2));
   for (int half = 0; half < 2; half++) {
@@ -74,15 +82,35 @@ static void aprime_frag(LK *L, const View *A, const View *G, MlirValue row0, Mli
     Vals gp = view_vals(L, G, ref, c, 2);
     for (int up = 0; up < 2; up++) {
       MlirValue r = mlb_add(b, row0, up ? mlb_add_c(b, g4, 8) : g4);
-      Vals x = view_vals(L, A, r, c, 2), gr = view_vals(L, G, r, c, 2);
-      MlirValue y[2];
-      for (int i = 0; i < 2; i++) {
-        MlirValue d = mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]);
-        y[i] = mlb_bin(b, "arith.mulf", x.v[i], lk_exp(L, d));
+      Vals gr = view_vals(L, G, r, c, 2);
+      MlirValue e[2];
+      for (int i = 0; i < 2; i++) e[i] = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gp.v[i]));
+      for (int o = 0; o < n; o++) {
+        Vals x = view_vals(L, &A[o], r, c, 2);
+        MlirValue y[2];
+        for (int i = 0; i < 2; i++) y[i] = mlb_bin(b, "arith.mulf", x.v[i], e[i]);
+        af[o][half * 2 + up] = pack_bf16x2(L, y[0], y[1]);
       }
-      af[half * 2 + up] = pack_bf16x2(L, y[0], y[1]);
     }
   }
+}
+
+/* Where an output of the pass goes: its tile in shared memory, or (the first
+ * of a pair) straight to the store it feeds, evaluated from the values. */
+typedef struct DecayOut {
+  const CirInst *v, *store;
+  MlirValue base;
+  int stride;
+} DecayOut;
+
+static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) {
+  if (!o->store) {
+    smem_store_vals(L, o->base, DT_F32, o->stride, r, c, x);
+    return;
+  }
+  L->acc = (AccCtx){o->v, {x.v[0], x.n > 1 ? x.v[1] : x.v[0]}, x.n};
+  emit_store_at(L, o->store, r, c, x.n);
+  L->acc = (AccCtx){0};
 }
 
 void lower_decay(LK *L, const CirInst *in) {
@@ -94,8 +122,18 @@ void lower_decay(LK *L, const CirInst *in) {
     return;
   }
   int nb = C / 16;
-  View A = operand_view(L, in, 0);
-  View B = in->args[1] == in->args[0] ? A : operand_view(L, in, 1);
+  /* the outputs: this decay_dot and, when it heads a pair, the second one
+   * (same b and g; plan_decay_pairs), this one then written to its store */
+  const CirInst *ins[2] = {in, h->pair_with};
+  int nout = ins[1] ? 2 : 1;
+  View A[2];
+  DecayOut out[2];
+  for (int o = 0; o < nout; o++) {
+    A[o] = operand_view(L, ins[o], 0);
+    Home *oh = home_of(L, ins[o]);
+    out[o] = (DecayOut){ins[o], nout == 2 && o == 0 ? oh->epilogue : NULL, mlb_i32(b, oh->offset), oh->stride};
+  }
+  View B = in->args[1] == in->args[0] ? A[0] : operand_view(L, in, 1);
   View G = operand_view(L, in, 2);
   mlb_barrier(b);
   MlirValue bp = mlb_i32(b, h->stage_off[4]);
@@ -103,7 +141,6 @@ void lower_decay(LK *L, const CirInst *in) {
   int W = 8;
   while (K % W) W /= 2;
 
-  MlirValue out = mlb_i32(b, h->offset);
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
   MlirValue g4 = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4)), t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
@@ -121,19 +158,19 @@ void lower_decay(LK *L, const CirInst *in) {
     for (int J = 0; J < I; J++, task++) {
       MlbIf mine;
       mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
-      MlirValue zero = mlb_f32(b, 0.0), init[8];
-      for (int e = 0; e < 8; e++) init[e] = zero;
+      MlirValue zero = mlb_f32(b, 0.0), init[16];
+      for (int e = 0; e < 8 * nout; e++) init[e] = zero;
       MlbFor kl;
       MlirValue k_lo = mlb_i32(b, 0);
       MlirValue k_hi = mlb_i32(b, K);
       MlirValue k_step = mlb_i32(b, 16);
-      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 8, init);
+      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 8 * nout, init);
       MlirValue k0 = kl.iv;
       /* A: a' of block I relative to row 16 (J + 1), built in registers */
-      MlirValue af[4];
+      MlirValue af[2][4];
       MlirValue row0 = mlb_i32(b, 16 * I);
       MlirValue ref = mlb_i32(b, 16 * (J + 1));
-      aprime_frag(L, &A, &G, row0, ref, k0, g4, t4, af);
+      aprime_frags(L, A, nout, &G, row0, ref, k0, g4, t4, af);
       /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
        * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
       MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
@@ -143,23 +180,25 @@ void lower_decay(LK *L, const CirInst *in) {
       MlirValue bs = ldmatrix_at(L, boff(L, bp, st, brow, bcol), 4, 0);
       MlirValue bf[4];
       for (int e = 0; e < 4; e++) bf[e] = mlb_extract(b, bs, e, b->i32);
-      MlirValue acc[8];
-      for (int half = 0; half < 2; half++) {
-        MlirValue bh[2] = {bf[2 * half], bf[2 * half + 1]};
-        MlirOperation mma = mma_sync(L, DT_BF16, af, bh, &kl.iter[half * 4]);
-        for (int e = 0; e < 4; e++) acc[half * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
-      }
-      mlb_for_end(b, &kl, 8, acc);
-      for (int half = 0; half < 2; half++) {
-        MlirValue col = mlb_add_c(b, mlb_mul_c(b, t4, 2), 16 * J + 8 * half);
-        for (int up = 0; up < 2; up++) {
-          MlirValue row = mlb_add_c(b, mlb_add_c(b, g4, 16 * I), 8 * up);
-          Vals x = {.n = 2};
-          x.v[0] = mlb_res(kl.op, half * 4 + up * 2);
-          x.v[1] = mlb_res(kl.op, half * 4 + up * 2 + 1);
-          smem_store_vals(L, out, DT_F32, h->stride, row, col, x);
+      MlirValue acc[16];
+      for (int o = 0; o < nout; o++)
+        for (int half = 0; half < 2; half++) {
+          MlirValue bh[2] = {bf[2 * half], bf[2 * half + 1]};
+          MlirOperation mma = mma_sync(L, DT_BF16, af[o], bh, &kl.iter[o * 8 + half * 4]);
+          for (int e = 0; e < 4; e++) acc[o * 8 + half * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
         }
-      }
+      mlb_for_end(b, &kl, 8 * nout, acc);
+      for (int o = 0; o < nout; o++)
+        for (int half = 0; half < 2; half++) {
+          MlirValue col = mlb_add_c(b, mlb_mul_c(b, t4, 2), 16 * J + 8 * half);
+          for (int up = 0; up < 2; up++) {
+            MlirValue row = mlb_add_c(b, mlb_add_c(b, g4, 16 * I), 8 * up);
+            Vals x = {.n = 2};
+            x.v[0] = mlb_res(kl.op, o * 8 + half * 4 + up * 2);
+            x.v[1] = mlb_res(kl.op, o * 8 + half * 4 + up * 2 + 1);
+            put_out(L, &out[o], row, col, x);
+          }
+        }
       mlb_if_else(b, &mine, 0, NULL);
       mlb_if_end(b, &mine, 0, NULL);
     }
@@ -175,7 +214,7 @@ void lower_decay(LK *L, const CirInst *in) {
     mlb_if_begin(b, &up, mlb_cmpi(b, "sgt", j, r), 0, NULL);
     Vals x = {.n = 1};
     x.v[0] = mlb_f32(b, 0.0);
-    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+    for (int o = 0; o < nout; o++) put_out(L, &out[o], r, j, x);
     mlb_if_else(b, &up, 0, NULL);
     mlb_if_end(b, &up, 0, NULL);
   }
@@ -185,7 +224,12 @@ void lower_decay(LK *L, const CirInst *in) {
   MlbFor dg;
   MlirValue dg_hi = mlb_i32(b, nb * 136);
   MlirValue dg_step = mlb_i32(b, L->nthreads);
-  mlb_for_begin(b, &dg, L->tid, dg_hi, dg_step, 0, NULL);
+  /* the warps without a task take the first elements (and so the last,
+   * partial round): threads counted from the first warp after the tasks' */
+  int busy = task < nw ? task : 0;
+  MlirValue first = L->tid;
+  if (busy) first = mlb_bin_c(b, "arith.remui", mlb_add_c(b, L->tid, L->nthreads - 32 * busy), L->nthreads);
+  mlb_for_begin(b, &dg, first, dg_hi, dg_step, 0, NULL);
   {
     MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
     MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
@@ -206,23 +250,28 @@ void lower_decay(LK *L, const CirInst *in) {
     MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
     int VW = 8;
     while (K % VW) VW /= 2;
-    MlirValue zero = mlb_f32(b, 0.0);
+    MlirValue zero = mlb_f32(b, 0.0), init[2] = {zero, zero};
     MlbFor sum;
     MlirValue s_lo = mlb_i32(b, 0);
     MlirValue s_hi = mlb_i32(b, K);
     MlirValue s_step = mlb_i32(b, VW);
-    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, 1, &zero);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, nout, init);
     MlirValue c = sum.iv;
-    Vals ar = view_vals(L, &A, r, c, VW), bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
-    MlirValue acc = sum.iter[0];
+    Vals bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
+    Vals ar[2];
+    for (int o = 0; o < nout; o++) ar[o] = view_vals(L, &A[o], r, c, VW);
+    MlirValue acc[2] = {sum.iter[0], nout > 1 ? sum.iter[1] : zero};
     for (int i = 0; i < VW; i++) {
       MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
-      acc = mlb_bin(b, "arith.addf", acc, mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar.v[i], bj.v[i]), ex));
+      for (int o = 0; o < nout; o++)
+        acc[o] = mlb_bin(b, "arith.addf", acc[o], mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar[o].v[i], bj.v[i]), ex));
     }
-    mlb_for_end(b, &sum, 1, &acc);
-    Vals x = {.n = 1};
-    x.v[0] = mlb_res(sum.op, 0);
-    smem_store_vals(L, out, DT_F32, h->stride, r, j, x);
+    mlb_for_end(b, &sum, nout, acc);
+    for (int o = 0; o < nout; o++) {
+      Vals x = {.n = 1};
+      x.v[0] = mlb_res(sum.op, o);
+      put_out(L, &out[o], r, j, x);
+    }
   }
   mlb_for_end(b, &dg, 0, NULL);
 }

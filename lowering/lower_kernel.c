@@ -378,6 +378,13 @@ static void emit_inst(LK *L, const CirInst *in) {
     mlb_barrier(&L->b);
     return;
   }
+  if (in->op == OP_DECAY_DOT && (h->pair_with || h->pair_of)) { /* two in one pass, at the first's place */
+    if (h->pair_with) {
+      lower_decay(L, in);
+      mlb_barrier(&L->b);
+    }
+    return;
+  }
   if (h->kind != H_SMEM || h->epilogue) return; /* (written by its matmul) */
   switch (cake_ops[in->op].kind) {
     case OK_DOT: lower_matmul(L, in); break;

@@ -162,11 +162,27 @@ void lower_reduce(LK *L, const CirInst *in) {
 void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
 
 /* T = (I + tril(A, -1))^-1 for n a multiple of 16, blocked:
- * 1. each 16x16 diagonal block is inverted by forward substitution, one
- *    thread per column (a thread reads only the column it writes);
- * 2. block row I >= 1 (in order): X = A[I, <I] T[<I, <I] and then
- *    T[I, <I] = -T[I, I] X, both element-parallel in fp32, summing in index
- *    order. Blocks above the diagonal are zero. */
+ * 1. the zeros above the diagonal blocks and, in the same phase, each 16x16
+ *    diagonal block by forward substitution, one thread per column (a thread
+ *    reads only A and the column it writes);
+ * 2. merges by doubling: at level s = 16, 32, ... the s-blocks pair up,
+ *    lo = [2 p s, (2 p + 1) s) and hi = [(2 p + 1) s, (2 p + 2) s) (the last
+ *    hi cut at n), and with T[lo, lo] and T[hi, hi] known
+ *      X = A[hi, lo] T[lo, lo],  T[hi, lo] = -T[hi, hi] X
+ *    (the inverse of a 2x2 block lower-triangular matrix), every pair of the
+ *    level at once, element-parallel in fp32, summing in index order. Two
+ *    barriers per level: log2(n / 16) levels, not one per block row. */
+void solve_x_shape(int n, int *rows, int *cols) {
+  *rows = *cols = 0;
+  for (int s = 16; s < n; s *= 2) {
+    int np = 0, last = 0;
+    for (int lo = 0; lo + s < n; lo += 2 * s) np++, last = n - (lo + s) < s ? n - (lo + s) : s;
+    int r = (np - 1) * s + last;
+    if (r > *rows) *rows = r;
+    *cols = s;
+  }
+}
+
 void lower_solve(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   Home *h = home_of(L, in);
@@ -175,8 +191,8 @@ void lower_solve(LK *L, const CirInst *in) {
     lk_error(L, in, "unit_lower_inv needs a size that is a multiple of 16, got %d", n);
     return;
   }
-  int nb = n / 16;
   View A = operand_view(L, in, 0);
+  mlb_barrier(b); /* A's staged copy, when it has one (none when nothing was written) */
   MlirValue Tb = mlb_i32(b, h->offset), Xb = mlb_i32(b, h->stage_off[1]);
   int xs = h->stage_stride[1];
   MlirValue c16 = mlb_i32(b, 16), zero = mlb_f32(b, 0.0), one = mlb_f32(b, 1.0);
@@ -203,7 +219,6 @@ void lower_solve(LK *L, const CirInst *in) {
     mlb_if_end(b, &up, 0, NULL);
     mlb_for_end(b, &el, 0, NULL);
   }
-  mlb_barrier(b);
   /* 1. diagonal blocks: task = block * 16 + column. Unrolled over the 16
    * rows, the thread's column of T in registers (it reads only what it
    * wrote): t[i] = -sum_{col <= j < i} A[i, j] t[j], summed in j order as a
@@ -237,70 +252,92 @@ void lower_solve(LK *L, const CirInst *in) {
     }
     mlb_for_end(b, &tk, 0, NULL);
   }
-  mlb_barrier(b);
-  /* 2. block rows below the first, in order */
-  for (int I = 1; I < nb; I++) {
-    int cols = 16 * I;
-    MlbFor el;
-    MlirValue el_hi = mlb_i32(b, 16 * cols);
-    MlirValue el_step = mlb_i32(b, L->nthreads);
-    mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
-    MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, cols)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, cols));
-    MlirValue row = mlb_add(b, r, mlb_i32(b, 16 * I));
-    /* m from c up, as a fixed-length loop of 8 terms a turn (read first,
-     * then summed in order; terms below c skipped) */
-    MlbFor dot;
-    MlirValue dot_lo = mlb_i32(b, 0);
-    MlirValue dot_hi = mlb_i32(b, 16 * I);
-    MlirValue dot_step = mlb_i32(b, 8);
-    mlb_for_begin(b, &dot, dot_lo, dot_hi, dot_step, 1, &zero);
-    {
-      MlirValue ms[8], av[8], tv[8];
-      for (int u = 0; u < 8; u++) {
-        ms[u] = u ? mlb_add(b, dot.iv, mlb_i32(b, u)) : dot.iv;
-        av[u] = view_get(L, &A, row, ms[u]);
-        tv[u] = TGET(ms[u], c);
-      }
-      MlirValue acc = dot.iter[0];
-      for (int u = 0; u < 8; u++) {
-        MlirValue in_tri = mlb_cmpi(b, "sge", ms[u], c);
-        MlirValue prod = mlb_bin(b, "arith.mulf", av[u], tv[u]);
-        MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
-        acc = mlb_select(b, in_tri, sum, acc);
-      }
-      mlb_for_end(b, &dot, 1, &acc);
+  /* 2. the merges, level by level. Each warp takes 4 rows (of hi) by 8
+   * columns (of lo) of one pair, so that its lanes share their loops'
+   * bounds: the 8 columns' triangle of T[lo, lo] starts at the same group of
+   * 8 terms, and the 4 rows' triangle of T[hi, hi] ends in the same group.
+   * Warp task w of a level: pair p = w / (s / 8 * s / 4) (the last pair,
+   * which may have fewer rows, last), then column group and row group; lane
+   * l: column 8 cg + l % 8, row 4 rg + l / 8. X of pair p: rows p s + r. */
+  for (int s = 16; s < n; s *= 2) {
+    int total = 0, last_rows = s;
+    for (int lo = 0; lo + s < n; lo += 2 * s) {
+      last_rows = n - (lo + s) < s ? n - (lo + s) : s;
+      total += last_rows * s;
     }
-    PUT(Xb, xs, r, c, mlb_res(dot.op, 0));
-    mlb_for_end(b, &el, 0, NULL);
-    mlb_barrier(b);
-    /* T[I, c] = -(X[r, c] + sum_{m < r} T[16 I + r, 16 I + m] X[m, c]) */
-    MlbFor el2;
-    MlirValue el2_hi = mlb_i32(b, 16 * cols);
-    MlirValue el2_step = mlb_i32(b, L->nthreads);
-    mlb_for_begin(b, &el2, L->tid, el2_hi, el2_step, 0, NULL);
-    r = mlb_bin(b, "arith.divui", el2.iv, mlb_i32(b, cols));
-    c = mlb_bin(b, "arith.remui", el2.iv, mlb_i32(b, cols));
-    row = mlb_add(b, r, mlb_i32(b, 16 * I));
-    MlirValue x0 = smem_load_vals(L, Xb, DT_F32, xs, r, c, 1).v[0];
-    /* m < r of 16, unrolled: read first, then summed in order */
-    MlirValue acc2 = x0;
-    {
-      MlirValue tv[16], xv[16];
-      for (int m = 0; m < 16; m++) {
-        tv[m] = TGET(row, mlb_i32(b, 16 * I + m));
-        xv[m] = smem_load_vals(L, Xb, DT_F32, xs, mlb_i32(b, m), c, 1).v[0];
+    for (int phase = 0; phase < 2; phase++) {
+      mlb_barrier(b);
+      MlbFor el;
+      MlirValue el_hi = mlb_i32(b, total);
+      MlirValue el_step = mlb_i32(b, L->nthreads);
+      mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
+      MlirValue w = mlb_bin_c(b, "arith.divui", el.iv, 32), l = mlb_bin_c(b, "arith.remui", el.iv, 32);
+      MlirValue p = mlb_bin_c(b, "arith.divui", w, s * s / 32);
+      MlirValue wp = mlb_bin_c(b, "arith.remui", w, s * s / 32);
+      /* row groups of this pair: s / 4, or fewer in a short last pair (the
+       * pair's warp tasks are column-group major, so any count works) */
+      MlirValue is_last = mlb_cmpi(b, "eq", p, mlb_i32(b, total / (s * s) - (last_rows < s ? 0 : 1)));
+      MlirValue ngr_full = mlb_i32(b, s / 4);
+      MlirValue ngr_last = mlb_i32(b, last_rows / 4);
+      MlirValue ngr = mlb_select(b, is_last, ngr_last, ngr_full);
+      MlirValue cg = mlb_bin(b, "arith.divui", wp, ngr), rg = mlb_bin(b, "arith.remui", wp, ngr);
+      MlirValue c8 = mlb_mul_c(b, cg, 8), lc = mlb_bin_c(b, "arith.remui", l, 8);
+      MlirValue c = mlb_add(b, c8, lc);
+      MlirValue r4 = mlb_mul_c(b, rg, 4), lr = mlb_bin_c(b, "arith.divui", l, 8);
+      MlirValue r = mlb_add(b, r4, lr);
+      MlirValue lo0 = mlb_mul_c(b, p, 2 * s);
+      MlirValue hi0 = mlb_add_c(b, lo0, s);
+      MlirValue row = mlb_add(b, hi0, r); /* absolute row of T */
+      MlirValue xrow = mlb_add(b, mlb_mul_c(b, p, s), r);
+      MlirValue dot_lo, dot_hi, init;
+      if (phase == 0) { /* X[r, c] = sum_{c <= m < s} A[row, lo0 + m] T[lo0 + m, lo0 + c] */
+        dot_lo = mlb_mul_c(b, cg, 8);
+        dot_hi = mlb_i32(b, s);
+        init = zero;
+      } else { /* T[row, lo0 + c] = -(X[r, c] + sum_{m < r} T[row, hi0 + m] X[m, c]) */
+        dot_lo = mlb_i32(b, 0);
+        dot_hi = mlb_bin_c(b, "arith.andi", mlb_add_c(b, mlb_mul_c(b, rg, 4), 11), ~7); /* past the group's rows */
+        init = smem_load_vals(L, Xb, DT_F32, xs, xrow, c, 1).v[0];
       }
-      for (int m = 0; m < 16; m++) {
-        MlirValue mm = mlb_i32(b, m);
-        MlirValue below = mlb_cmpi(b, "slt", mm, r);
-        MlirValue prod = mlb_bin(b, "arith.mulf", tv[m], xv[m]);
-        MlirValue sum = mlb_bin(b, "arith.addf", acc2, prod);
-        acc2 = mlb_select(b, below, sum, acc2);
+      /* 8 terms a turn, read first, then summed in order (terms outside
+       * the triangle skipped) */
+      MlbFor dot;
+      MlirValue dot_step = mlb_i32(b, 8);
+      mlb_for_begin(b, &dot, dot_lo, dot_hi, dot_step, 1, &init);
+      {
+        MlirValue ms[8], u1[8], u2[8];
+        for (int u = 0; u < 8; u++) {
+          ms[u] = u ? mlb_add(b, dot.iv, mlb_i32(b, u)) : dot.iv;
+          if (phase == 0) {
+            MlirValue m = mlb_add(b, lo0, ms[u]);
+            u1[u] = view_get(L, &A, row, m);
+            MlirValue tc = mlb_add(b, lo0, c);
+            u2[u] = TGET(m, tc);
+          } else {
+            MlirValue m = mlb_add(b, hi0, ms[u]);
+            u1[u] = TGET(row, m);
+            MlirValue xm = mlb_add(b, mlb_mul_c(b, p, s), ms[u]);
+            u2[u] = smem_load_vals(L, Xb, DT_F32, xs, xm, c, 1).v[0];
+          }
+        }
+        MlirValue acc = dot.iter[0];
+        for (int u = 0; u < 8; u++) {
+          MlirValue keep = phase == 0 ? mlb_cmpi(b, "sge", ms[u], c) : mlb_cmpi(b, "slt", ms[u], r);
+          MlirValue prod = mlb_bin(b, "arith.mulf", u1[u], u2[u]);
+          MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
+          acc = mlb_select(b, keep, sum, acc);
+        }
+        mlb_for_end(b, &dot, 1, &acc);
       }
+      MlirValue res = mlb_res(dot.op, 0);
+      if (phase == 0) {
+        PUT(Xb, xs, xrow, c, res);
+      } else {
+        MlirValue tc = mlb_add(b, lo0, c);
+        PUT(Tb, h->stride, row, tc, mlb_cast(b, "arith.negf", res, b->f32));
+      }
+      mlb_for_end(b, &el, 0, NULL);
     }
-    PUT(Tb, h->stride, row, c, mlb_cast(b, "arith.negf", acc2, b->f32));
-    mlb_for_end(b, &el2, 0, NULL);
-    if (I + 1 < nb) mlb_barrier(b);
   }
 #undef TGET
 #undef PUT

@@ -201,6 +201,11 @@ static void live_ranges(Plan *P, const CirBlock *b, int loop_end) {
       if (q < eh->start) eh->start = q;
     }
   }
+  /* a decay_dot computed in an earlier one's pass is written there */
+  for (int i = 0; i < b->len; i++) {
+    Home *ph = home_of(L, b->insts[i]);
+    if (ph->pair_of && L->pos[ph->pair_of->id] < ph->start) ph->start = L->pos[ph->pair_of->id];
+  }
   /* A scan's result is its carry's buffer (it has none of its own): the
    * carry stays live through the result's last read. */
   for (int i = 0; i < b->len; i++) {
@@ -283,6 +288,8 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       add_buf(v, n, cap, p, p, 2 * (C - 16) * h->stage_stride[3] * 2, &h->stage_off[3]);
       add_buf(v, n, cap, p, p, 2 * (C - 16) * h->stage_stride[4] * 2 + (C / 16 - 1) * K * 4, &h->stage_off[4]);
     }
+  } else if (kind == OK_DECAY && h->pair_of) {
+    /* computed in the pass of h->pair_of, with that one's staging */
   } else if (kind == OK_SOLVE || kind == OK_DECAY) {
     for (int j = 0; j < in->nargs; j++) {
       if (!needs_f32_stage(L, in->args[j])) continue;
@@ -293,11 +300,12 @@ static void stage_bufs(LK *L, const CirInst *in, Buf1 **v, int *n, int *cap) {
       add_buf(v, n, cap, p, p, rows_of(in->args[j]->ty) * h->stage_stride[j] * dtype_bytes(h->stage_dt[j]),
               &h->stage_off[j]);
     }
-    if (kind == OK_SOLVE) { /* X, one block row of partial products: f32 [16][n] */
-      int nn = in->ty.shape[0];
+    if (kind == OK_SOLVE) { /* X, the partial products of the widest merge level: f32 */
+      int xr, xc;
+      solve_x_shape(in->ty.shape[0], &xr, &xc);
       h->stage_dt[1] = DT_F32;
-      h->stage_stride[1] = storage_stride(DT_F32, nn);
-      add_buf(v, n, cap, p, p, 16 * h->stage_stride[1] * 4, &h->stage_off[1]);
+      h->stage_stride[1] = storage_stride(DT_F32, xc);
+      if (xr) add_buf(v, n, cap, p, p, xr * h->stage_stride[1] * 4, &h->stage_off[1]);
     } else { /* b' (the rows of every block but the last), bf16; a' lives in registers */
       int C = in->ty.shape[0], K = in->args[0]->ty.shape[1];
       h->stage_dt[4] = DT_BF16;
@@ -381,10 +389,11 @@ static void count_operand_uses(LK *L, const CirBlock *b, int *uses) {
   }
 }
 
-/* The one matmul a store's value depends on through single-use elementwise
- * steps of the same shape, or NULL. Every other leaf must come before it. */
-static const CirInst *epilogue_matmul(LK *L, const CirInst *v, const CirType *shape, int *count) {
-  if (v->op == OP_MATMUL) {
+/* The one producer (a matmul, or a decay_dot: `op`) a store's value depends
+ * on through single-use elementwise steps of the same shape, or NULL. Every
+ * other leaf must come before it. */
+static const CirInst *epilogue_source(LK *L, const CirInst *v, const CirType *shape, int *count, CirOp op) {
+  if (v->op == op) {
     if (v->nuses != 1 || v->ty.rank != 2 || v->ty.shape[0] != shape->shape[0] || v->ty.shape[1] != shape->shape[1])
       return NULL;
     ++*count;
@@ -394,7 +403,7 @@ static const CirInst *epilogue_matmul(LK *L, const CirInst *v, const CirType *sh
   if (h->kind != H_FUSED || !op_is_elementwise(v->op) || v->nuses != 1) return NULL;
   const CirInst *found = NULL;
   for (int j = 0; j < v->nargs; j++) {
-    const CirInst *m = epilogue_matmul(L, v->args[j], shape, count);
+    const CirInst *m = epilogue_source(L, v->args[j], shape, count, op);
     if (m && (!found || L->pos[m->id] > L->pos[found->id])) found = m;
   }
   return found;
@@ -410,18 +419,18 @@ static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirI
   return 1;
 }
 
-/* The matmul a value `root` (evaluated as a whole, like a store's value or a
- * yielded carry) can be written from, if any: see epilogue_matmul. */
-static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType *shape, int as_value) {
+/* The producer `op` a value `root` (evaluated as a whole, like a store's value or a
+ * yielded carry) can be written from, if any: see epilogue_source. */
+static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType *shape, int as_value, CirOp op) {
   int count = 0;
   const CirInst *mm = NULL;
   if (as_value) { /* root is materialised itself: look at its operands */
     for (int j = 0; j < root->nargs; j++) {
-      const CirInst *m = epilogue_matmul(L, root->args[j], shape, &count);
+      const CirInst *m = epilogue_source(L, root->args[j], shape, &count, op);
       if (m && (!mm || L->pos[m->id] > L->pos[mm->id])) mm = m;
     }
   } else {
-    mm = epilogue_matmul(L, root, shape, &count);
+    mm = epilogue_source(L, root, shape, &count, op);
   }
   if (!mm) return NULL;
   if (as_value) {
@@ -535,14 +544,14 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
     if (!home_in_scan(h)) continue;
     if (in->op == OP_STORE) {
       if (in->ty.rank != 2 || in->tensor->optional) continue;
-      const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0);
+      const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0, OP_MATMUL);
       int ok = mm != NULL;
       for (int j = 0; ok && j < CIR_MAX_TENSOR_RANK; j++)
         if (in->index[j].v && L->pos[in->index[j].v->id] >= L->pos[mm->id]) ok = 0;
       if (ok) set_epilogue(L, mm, in, NULL);
     } else if (h->kind == H_SMEM && h->async_mode == ASYNC_NONE && op_is_elementwise(in->op) && in->ty.rank == 2 &&
                cake_ops[in->op].kind != OK_MASK) {
-      const CirInst *mm = epilogue_of_tree(L, in, &in->ty, 1);
+      const CirInst *mm = epilogue_of_tree(L, in, &in->ty, 1, OP_MATMUL);
       if (mm) set_epilogue(L, mm, in, NULL);
     } else if (in->op == OP_YIELD) {
       const CirInst *f = in->parent;
@@ -552,7 +561,7 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
           if (f->body->insts[j]->op == OP_CARRY && f->body->insts[j]->axis == k) c = f->body->insts[j];
         const CirInst *y = in->args[k];
         if (!c || home_of(L, c)->nbufs != 1 || y->ty.rank != 2 || home_of(L, y)->kind != H_FUSED) continue;
-        const CirInst *mm = epilogue_of_tree(L, y, &y->ty, 0);
+        const CirInst *mm = epilogue_of_tree(L, y, &y->ty, 0, OP_MATMUL);
         if (!mm || home_of(L, mm)->epilogue) continue;
         /* writing the carry early: nothing after the matmul may read it, but
          * the yield, and neither may the matmul itself (its warps would
@@ -566,6 +575,88 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
   }
 }
 
+
+/* Is every leaf of v (through fused values and scalars, which are recomputed
+ * where they are read until their own place) there before d, d aside? */
+static int ready_before(LK *L, const CirInst *v, const CirInst *d) {
+  if (v == d) return 1;
+  HomeKind k = home_of(L, v)->kind;
+  if (k != H_FUSED && k != H_SCALAR) return L->pos[v->id] < L->pos[d->id];
+  for (int j = 0; j < v->nargs; j++)
+    if (!ready_before(L, v->args[j], d)) return 0;
+  for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+    if (v->index[j].v && !ready_before(L, v->index[j].v, d)) return 0;
+  return 1;
+}
+
+/* Two decay_dots of the same b and g in the kernel body, the first one only
+ * stored (through elementwise steps, as `store pq = (decay_dot(q, k, g) *
+ * scale) as bf16`): one pass computes both (lower_decay.c), sharing b's
+ * staging, the off-diagonal fragments' decays and the diagonal blocks'
+ * exponentials and loads. The first is written straight to its store (no
+ * tile of its own), the second to its tile, live from the first's place.
+ * Only where neither needs a staged copy of an operand, and the second's
+ * operands are all there at the first's place. */
+static int plan_decay_pairs(LK *L) {
+  const CirBlock *b = &L->k->body;
+  int npairs = 0;
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *d1 = b->insts[i];
+    Home *h1 = home_of(L, d1);
+    if (d1->op != OP_DECAY_DOT || h1->kind != H_SMEM || h1->epilogue || h1->pair_of || h1->pair_with) continue;
+    const CirInst *st = NULL, *d2 = NULL;
+    /* the store, written at d1's place: nothing between may read or write
+     * its tensor, or hold a loop */
+    for (int j = i + 1; j < b->len && !st; j++) {
+      const CirInst *u = b->insts[j];
+      if (u->body) break;
+      if (u->op != OP_STORE || u->ty.rank != 2 || u->tensor->optional || home_of(L, u)->epilogue) continue;
+      int count = 0;
+      if (epilogue_source(L, u->args[0], &u->ty, &count, OP_DECAY_DOT) != d1 || !ready_before(L, u->args[0], d1))
+        continue;
+      int ok = 1;
+      for (int k = 0; ok && k < CIR_MAX_TENSOR_RANK; k++)
+        if (u->index[k].v && L->pos[u->index[k].v->id] >= L->pos[d1->id]) ok = 0;
+      for (int k = i + 1; ok && k < j; k++)
+        if ((b->insts[k]->op == OP_LOAD || b->insts[k]->op == OP_STORE) && b->insts[k]->tensor == u->tensor) ok = 0;
+      if (ok) st = u;
+    }
+    for (int j = i + 1; j < b->len && st && !d2; j++) {
+      const CirInst *u = b->insts[j];
+      Home *uh = home_of(L, u);
+      if (u->op != OP_DECAY_DOT || uh->kind != H_SMEM || uh->epilogue || uh->pair_of || uh->pair_with ||
+          u->args[1] != d1->args[1] ||
+          u->args[2] != d1->args[2] || u->ty.shape[0] != d1->ty.shape[0] || u->ty.shape[1] != d1->ty.shape[1] ||
+          u->args[0]->ty.shape[1] != d1->args[0]->ty.shape[1])
+        continue;
+      int ok = ready_before(L, u->args[0], d1);
+      for (int k = 0; ok && k < 3; k++) ok = !needs_f32_stage(L, d1->args[k]) && !needs_f32_stage(L, u->args[k]);
+      if (ok) d2 = u;
+    }
+    if (!d2) continue;
+    h1->epilogue = st;
+    h1->kind = H_NONE;
+    home_of(L, st)->epilogue = d1;
+    h1->pair_with = d2;
+    home_of(L, d2)->pair_of = d1;
+    npairs++;
+  }
+  return npairs;
+}
+
+/* Back to one pass per decay_dot (the pairs' plan did not fit as well). */
+static void undo_decay_pairs(LK *L) {
+  const CirBlock *b = &L->k->body;
+  for (int i = 0; i < b->len; i++) {
+    Home *h = home_of(L, b->insts[i]);
+    if (!h->pair_with) continue;
+    home_of(L, h->epilogue)->epilogue = NULL;
+    h->epilogue = NULL;
+    h->kind = H_SMEM;
+    home_of(L, h->pair_with)->pair_of = NULL;
+    h->pair_with = NULL;
+  }
+}
 
 /* Does the fused value v read `carry` only at the element it is evaluated
  * at? Then a scan can write v over the carry in place. */
@@ -774,6 +865,18 @@ void plan_kernel(LK *L) {
      * element-by-element form (no staging of its own) may still fit */
     L->dmm_elementwise = 1;
     L->smem_bytes = allocate_all(L, &P, 0);
+  }
+  /* decay_dot pairs hold the second one's tile from the first's place: kept
+   * where the plan still fits with as many blocks per SM */
+  if (plan_decay_pairs(L)) {
+    live_ranges(&P, &L->k->body, 0);
+    long long paired = allocate_all(L, &P, 0);
+    if (paired > L->target->smem_per_block || blocks_per_sm(L, paired) < blocks_per_sm(L, L->smem_bytes)) {
+      undo_decay_pairs(L);
+      live_ranges(&P, &L->k->body, 0);
+    } else {
+      L->smem_bytes = paired;
+    }
   }
   double_buffer_prefetches(L, &P);
   L->smem_bytes = allocate_all(L, &P, getenv("CAKE_TRACE_PLAN") != NULL);
