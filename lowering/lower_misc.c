@@ -171,7 +171,7 @@ void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
  *      X = A[hi, lo] T[lo, lo],  T[hi, lo] = -T[hi, hi] X
  *    (the inverse of a 2x2 block lower-triangular matrix), every pair of the
  *    level at once, element-parallel in fp32, summing in index order. Two
- *    barriers per level: log2(n / 16) levels, not one per block row. */
+ *    barriers per level, ceil(log2(n / 16)) levels (not two per block row). */
 void solve_x_shape(int n, int *rows, int *cols) {
   *rows = *cols = 0;
   for (int s = 16; s < n; s *= 2) {
