@@ -172,11 +172,17 @@ void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
  *    (the inverse of a 2x2 block lower-triangular matrix), every pair of the
  *    level at once, element-parallel in fp32, summing in index order. Two
  *    barriers per level, ceil(log2(n / 16)) levels (not two per block row). */
+/* Level s of the merges: its pairs and the rows of the last pair's hi. */
+static int solve_level(int n, int s, int *last_rows) {
+  int np = 0;
+  for (int lo = 0; lo + s < n; lo += 2 * s) np++, *last_rows = n - (lo + s) < s ? n - (lo + s) : s;
+  return np;
+}
+
 void solve_x_shape(int n, int *rows, int *cols) {
   *rows = *cols = 0;
   for (int s = 16; s < n; s *= 2) {
-    int np = 0, last = 0;
-    for (int lo = 0; lo + s < n; lo += 2 * s) np++, last = n - (lo + s) < s ? n - (lo + s) : s;
+    int last = 0, np = solve_level(n, s, &last);
     int r = (np - 1) * s + last;
     if (r > *rows) *rows = r;
     *cols = s;
@@ -260,11 +266,8 @@ void lower_solve(LK *L, const CirInst *in) {
    * which may have fewer rows, last), then column group and row group; lane
    * l: column 8 cg + l % 8, row 4 rg + l / 8. X of pair p: rows p s + r. */
   for (int s = 16; s < n; s *= 2) {
-    int total = 0, last_rows = s;
-    for (int lo = 0; lo + s < n; lo += 2 * s) {
-      last_rows = n - (lo + s) < s ? n - (lo + s) : s;
-      total += last_rows * s;
-    }
+    int last_rows = s, np = solve_level(n, s, &last_rows);
+    int total = ((np - 1) * s + last_rows) * s; /* elements: s^2 per full pair */
     for (int phase = 0; phase < 2; phase++) {
       mlb_barrier(b);
       MlbFor el;
@@ -276,7 +279,7 @@ void lower_solve(LK *L, const CirInst *in) {
       MlirValue wp = mlb_bin_c(b, "arith.remui", w, s * s / 32);
       /* row groups of this pair: s / 4, or fewer in a short last pair (the
        * pair's warp tasks are column-group major, so any count works) */
-      MlirValue is_last = mlb_cmpi(b, "eq", p, mlb_i32(b, total / (s * s) - (last_rows < s ? 0 : 1)));
+      MlirValue is_last = mlb_cmpi(b, "eq", p, mlb_i32(b, np - 1));
       MlirValue ngr_full = mlb_i32(b, s / 4);
       MlirValue ngr_last = mlb_i32(b, last_rows / 4);
       MlirValue ngr = mlb_select(b, is_last, ngr_last, ngr_full);

@@ -409,13 +409,25 @@ static const CirInst *epilogue_source(LK *L, const CirInst *v, const CirType *sh
   return found;
 }
 
-static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirInst *skip) {
-  if (v == skip) return 1;
-  if (home_of(L, v)->kind != H_FUSED) return L->pos[v->id] < L->pos[mm->id];
-  for (int j = 0; j < v->nargs; j++)
-    if (!defined_before(L, v->args[j], mm, skip)) return 0;
+/* Are v's index values (a load's or a store's) placed before mm? */
+static int indices_before(LK *L, const CirInst *v, const CirInst *mm) {
   for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
     if (v->index[j].v && L->pos[v->index[j].v->id] >= L->pos[mm->id]) return 0;
+  return 1;
+}
+
+/* Is every leaf of v (through fused values, and with `scalars` through
+ * scalars too: those are recomputed where they are read until their own
+ * place) placed before mm, `skip` aside? */
+static int defined_before(LK *L, const CirInst *v, const CirInst *mm, const CirInst *skip, int scalars) {
+  if (v == skip) return 1;
+  HomeKind k = home_of(L, v)->kind;
+  if (k != H_FUSED && !(scalars && k == H_SCALAR)) return L->pos[v->id] < L->pos[mm->id];
+  for (int j = 0; j < v->nargs; j++)
+    if (!defined_before(L, v->args[j], mm, skip, scalars)) return 0;
+  if (!scalars) return indices_before(L, v, mm);
+  for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
+    if (v->index[j].v && !defined_before(L, v->index[j].v, mm, skip, 1)) return 0;
   return 1;
 }
 
@@ -435,8 +447,8 @@ static const CirInst *epilogue_of_tree(LK *L, const CirInst *root, const CirType
   if (!mm) return NULL;
   if (as_value) {
     for (int j = 0; j < root->nargs; j++)
-      if (!defined_before(L, root->args[j], mm, mm)) return NULL;
-  } else if (!defined_before(L, root, mm, mm)) {
+      if (!defined_before(L, root->args[j], mm, mm, 0)) return NULL;
+  } else if (!defined_before(L, root, mm, mm, 0)) {
     return NULL;
   }
   return mm;
@@ -545,10 +557,7 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
     if (in->op == OP_STORE) {
       if (in->ty.rank != 2 || in->tensor->optional) continue;
       const CirInst *mm = epilogue_of_tree(L, in->args[0], &in->ty, 0, OP_MATMUL);
-      int ok = mm != NULL;
-      for (int j = 0; ok && j < CIR_MAX_TENSOR_RANK; j++)
-        if (in->index[j].v && L->pos[in->index[j].v->id] >= L->pos[mm->id]) ok = 0;
-      if (ok) set_epilogue(L, mm, in, NULL);
+      if (mm && indices_before(L, in, mm)) set_epilogue(L, mm, in, NULL);
     } else if (h->kind == H_SMEM && h->async_mode == ASYNC_NONE && op_is_elementwise(in->op) && in->ty.rank == 2 &&
                cake_ops[in->op].kind != OK_MASK) {
       const CirInst *mm = epilogue_of_tree(L, in, &in->ty, 1, OP_MATMUL);
@@ -576,19 +585,6 @@ static void plan_epilogues(LK *L, const CirBlock *b) {
 }
 
 
-/* Is every leaf of v (through fused values and scalars, which are recomputed
- * where they are read until their own place) there before d, d aside? */
-static int ready_before(LK *L, const CirInst *v, const CirInst *d) {
-  if (v == d) return 1;
-  HomeKind k = home_of(L, v)->kind;
-  if (k != H_FUSED && k != H_SCALAR) return L->pos[v->id] < L->pos[d->id];
-  for (int j = 0; j < v->nargs; j++)
-    if (!ready_before(L, v->args[j], d)) return 0;
-  for (int j = 0; j < CIR_MAX_TENSOR_RANK; j++)
-    if (v->index[j].v && !ready_before(L, v->index[j].v, d)) return 0;
-  return 1;
-}
-
 /* Two decay_dots of the same b and g in the kernel body, the first one only
  * stored (through elementwise steps, as `store pq = (decay_dot(q, k, g) *
  * scale) as bf16`): one pass computes both (lower_decay.c), sharing b's
@@ -612,11 +608,10 @@ static int plan_decay_pairs(LK *L) {
       if (u->body) break;
       if (u->op != OP_STORE || u->ty.rank != 2 || u->tensor->optional || home_of(L, u)->epilogue) continue;
       int count = 0;
-      if (epilogue_source(L, u->args[0], &u->ty, &count, OP_DECAY_DOT) != d1 || !ready_before(L, u->args[0], d1))
+      if (epilogue_source(L, u->args[0], &u->ty, &count, OP_DECAY_DOT) != d1 ||
+          !defined_before(L, u->args[0], d1, d1, 1))
         continue;
-      int ok = 1;
-      for (int k = 0; ok && k < CIR_MAX_TENSOR_RANK; k++)
-        if (u->index[k].v && L->pos[u->index[k].v->id] >= L->pos[d1->id]) ok = 0;
+      int ok = indices_before(L, u, d1);
       for (int k = i + 1; ok && k < j; k++)
         if ((b->insts[k]->op == OP_LOAD || b->insts[k]->op == OP_STORE) && b->insts[k]->tensor == u->tensor) ok = 0;
       if (ok) st = u;
@@ -629,7 +624,7 @@ static int plan_decay_pairs(LK *L) {
           u->args[2] != d1->args[2] || u->ty.shape[0] != d1->ty.shape[0] || u->ty.shape[1] != d1->ty.shape[1] ||
           u->args[0]->ty.shape[1] != d1->args[0]->ty.shape[1])
         continue;
-      int ok = ready_before(L, u->args[0], d1);
+      int ok = defined_before(L, u->args[0], d1, d1, 1);
       for (int k = 0; ok && k < 3; k++) ok = !needs_f32_stage(L, d1->args[k]) && !needs_f32_stage(L, u->args[k]);
       if (ok) d2 = u;
     }
