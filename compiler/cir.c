@@ -180,7 +180,9 @@ void cir_dump_kernel(Buf *o, const CirProgram *p, const CirKernel *k) {
       if (a->block) buf_printf(o, " blocks of %d", a->block);
     }
   }
-  buf_printf(o, ") threads %d {\n", k->threads);
+  buf_printf(o, ") threads %d", k->threads);
+  if (k->per_sm) buf_printf(o, " per_sm %d", k->per_sm);
+  buf_puts(o, " {\n");
   dump_block(o, p, k, &k->body, 2);
   buf_puts(o, "}\n");
 }

@@ -134,6 +134,9 @@ typedef struct CirKernel {
   CirAxis axes[CIR_MAX_AXES];
   int naxes;
   int threads;
+  /* blocks per multiprocessor the kernel is planned for (`per_sm`): 1 or 2;
+   * 0: two when shared memory allows, else one */
+  int per_sm;
   CirBlock body;
   int index;
 } CirKernel;

@@ -2028,6 +2028,13 @@ static void kernel_decl(Sema *s, const Decl *d, CirKernel *k) {
       else k->threads = (int)t;
     }
   }
+  if (d->per_sm) {
+    long long n;
+    if (const_int(s, d->per_sm, &n, "the blocks per multiprocessor")) {
+      if (n != 1 && n != 2) ERR(d->per_sm->loc, "per_sm must be 1 or 2 (blocks per multiprocessor), got %lld", n);
+      else k->per_sm = (int)n;
+    }
+  }
   if (d->axes.len > CIR_MAX_AXES) {
     ERR(d->loc, "a kernel grid has at most %d axes, got %d", CIR_MAX_AXES, d->axes.len);
     return;

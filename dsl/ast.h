@@ -158,6 +158,7 @@ typedef struct Decl {
   /* D_KERNEL */
   PtrVec axes;      /* Axis* */
   Expr *threads;
+  Expr *per_sm;     /* NULL: as shared memory allows */
   PtrVec body;      /* Stmt* (D_KERNEL), Decl* (D_IF) */
   PtrVec else_body; /* D_IF: Decl* */
   int depth;        /* D_IF: levels of `if` below and including this one */

@@ -249,6 +249,10 @@ static void dump_decl(Buf *o, const Decl *d, int indent) {
         buf_puts(o, " threads ");
         dump_expr(o, d->threads);
       }
+      if (d->per_sm) {
+        buf_puts(o, " per_sm ");
+        dump_expr(o, d->per_sm);
+      }
       buf_printf(o, "  @%d:%d\n", d->loc.line, d->loc.col);
       dump_stmts(o, &d->body, indent + 2);
       return;

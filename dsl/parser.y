@@ -135,14 +135,14 @@ static PtrVec one(struct ParseCtx *pc, void *p) {
 %token PROGRAM "program" DIM "dim" CONST "const" SEQUENCE "sequence" DOCS "docs"
 %token CHUNK "chunk" CHUNKS "chunks" IN "in" OUT "out" TEMP "temp" SAVE "save"
 %token OPTIONAL "optional" PARAM "param" KERNEL "kernel" OVER "over"
-%token THREADS "threads" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
+%token THREADS "threads" PER_SM "per_sm" ENTRY "entry" LOAD "load" STORE "store" OR "or" FOR "for"
 %token REVERSE "reverse" CARRY "carry" AS "as" NONE "None" OPTION "option" IF "if" ELSE "else"
 %token REQUIRE "require" PREFER "prefer" WHEN "when" RANKS "ranks" EXCHANGE "exchange" ARROW "->"
 %token LE "<=" GE ">=" EQ "==" NE "!=" ANDAND "&&" OROR "||"
 %token <text> IDENT "name" INT "integer" FLOAT "number"
 %token <dtype> DTYPE "dtype"
 
-%type <expr> expr postfix primary index_item opt_default opt_threads shape_item
+%type <expr> expr postfix primary index_item opt_default opt_threads opt_per_sm shape_item
 %type <vec> decls ident_list stage_list stage_group expr_list index_list const_list axis_list stmts opt_carry args
 %type <vec> else_decls else_stmts shape_list prefer_list xchg_args
 %type <decl> decl const_item
@@ -186,7 +186,7 @@ decls
 /* decl := "dim" names | "const" name "=" expr ("," ...)* | "sequence" ...
  *       | role names ":" dtype "[" exprs "]" ["optional"]
  *       | "param" name ":" dtype ["=" expr]
- *       | "kernel" name "over" "(" axes ")" ["threads" expr] "{" stmt* "}"
+ *       | "kernel" name "over" "(" axes ")" ["threads" expr] ["per_sm" expr] "{" stmt* "}"
  *       | "entry" name "=" names
  *       | "ranks" name ["," "fragments" name]  (a context-parallel program)
  *       | "exchange" name "=" name "(" name ("," expr)* ")" "->" name
@@ -215,9 +215,9 @@ decl
       $$ = NEW(Decl); $$->kind = D_PARAM; $$->loc = L(@1);
       $$->name = (Ident){$2, L(@2)}; $$->dtype = $4; $$->dtype_loc = L(@4); $$->value = $5;
     }
-  | KERNEL IDENT OVER '(' axis_list ')' opt_threads '{' stmts '}' {
+  | KERNEL IDENT OVER '(' axis_list ')' opt_threads opt_per_sm '{' stmts '}' {
       $$ = NEW(Decl); $$->kind = D_KERNEL; $$->loc = L(@1);
-      $$->name = (Ident){$2, L(@2)}; $$->axes = $5; $$->threads = $7; $$->body = $9;
+      $$->name = (Ident){$2, L(@2)}; $$->axes = $5; $$->threads = $7; $$->per_sm = $8; $$->body = $10;
     }
   | ENTRY IDENT '=' stage_list {
       $$ = NEW(Decl); $$->kind = D_ENTRY; $$->loc = L(@1);
@@ -316,6 +316,12 @@ opt_default
 opt_threads
   : %empty        { $$ = NULL; }
   | THREADS expr  { $$ = $2; }
+  ;
+
+/* the blocks of the kernel one multiprocessor is planned to hold */
+opt_per_sm
+  : %empty       { $$ = NULL; }
+  | PER_SM expr  { $$ = $2; }
   ;
 
 const_list

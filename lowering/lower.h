@@ -8,7 +8,10 @@
  *   H_SMEM    tiles materialised in shared memory (row-major, padded rows):
  *             results of matmul, reductions, scans, solves, multi-use values,
  *             and scan carries (two buffers each, swapped every step).
- * Every materialising step is followed by a block barrier. Shared memory is
+ * Every materialising step is followed by a block barrier (but a scan
+ * step's last one, where the next step's opening barrier orders the same,
+ * and one after a matmul that only stores to global memory, where the next
+ * matmul writes nothing it read: lower_kernel.c). Shared memory is
  * laid out by a first-fit allocator over live ranges (lower_plan.c). Tensor-
  * core matmuls stage operands as bf16/f16 in shared memory and read them
  * with ldmatrix; accumulators live in registers (mma.sync m16n8k16); in
@@ -39,7 +42,7 @@ typedef struct Home {
   int rows, cols, stride; /* elements; stride = padded row length */
   int bytes;        /* one buffer */
   int offset;       /* static byte offset (first of the pair for carries) */
-  int nbufs;        /* 2 for scan carries */
+  int nbufs;        /* 2 for scan carries (not updated in place), and double-buffered prefetches and shadows */
   MlirValue dyn;    /* i32 byte offset when it changes at run time (carries, scan results) */
   int start, end;   /* live range in program positions */
   int depth;        /* loop nesting of the definition (0: the kernel body, 1: a scan's or loop's body) */
@@ -115,6 +118,7 @@ typedef struct LK {
 
 /* lower_plan.c */
 void plan_kernel(LK *L); /* homes, live ranges, shared-memory offsets; L->smem_bytes */
+int plan_blocks_per_sm(const LK *L); /* what the plan is made for: 1 or 2 */
 
 /* lower_home.c (below every other lower_*.c file) */
 Home *home_of(LK *L, const CirInst *in);

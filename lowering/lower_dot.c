@@ -218,6 +218,7 @@ void lower_matmul(LK *L, const CirInst *mm) {
   for (const CirInst *t = out->sum_with; t && nterms < 3; t = home_of(L, t)->sum_with) terms_of[nterms++] = t;
   terms_of[nterms++] = mm;
   Term terms[4];
+  int staged = 0;
   for (int t = 0; t < nterms; t++) {
     const CirInst *m = terms_of[t];
     int K = m->args[0]->ty.shape[1];
@@ -230,8 +231,14 @@ void lower_matmul(LK *L, const CirInst *mm) {
     terms[t].dt = m->args[0]->ty.dt;
     terms[t].A = prepare(L, m, 0);
     terms[t].B = prepare(L, m, 1);
+    for (int w = 0; w < 2; w++) {
+      int tr;
+      staged |= operand_needs_stage(L, operand_source(m->args[w], &tr));
+    }
   }
-  mlb_barrier(b);
+  /* the staged copies are complete (operands in their own homes were
+   * written before the barrier that ended their step) */
+  if (staged) mlb_barrier(b);
 
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
   warp_grid(nw, m16, n8, &wm, &wn);
@@ -325,7 +332,10 @@ void lower_matmul(LK *L, const CirInst *mm) {
                 if (out->epilogue_shadow) { /* and its cast, from the same values */
                   Home *xh = home_of(L, out->epilogue_shadow);
                   L->acc = (AccCtx){out->epilogue_carry, {nv.v[0], nv.v[1]}, 2};
-                  materialize_at(L, out->epilogue_shadow, mlb_i32(b, xh->offset), xh->sdt, xh->stride, row, col, 2);
+                  /* two buffers: the next step's is the one this step does not read */
+                  MlirValue xb = mlb_i32(b, xh->offset);
+                  if (xh->nbufs == 2) xb = mlb_bin(b, "arith.subi", mlb_i32(b, 2 * xh->offset + xh->bytes), xh->dyn);
+                  materialize_at(L, out->epilogue_shadow, xb, xh->sdt, xh->stride, row, col, 2);
                 }
               } else {
                 Home *th = home_of(L, t);

@@ -284,7 +284,7 @@ static void emit_for(LK *L, const CirInst *f) {
       h->scalar = chunk;
       h->emitted = 1;
       if (c->op == OP_CHUNKVAR) load_chunk(L, c, chunk);
-    } else if (c->op == OP_CARRY) {
+    } else if (c->op == OP_CARRY || (h->shadow && h->nbufs == 2)) {
       h->dyn = carry_addr(L, h, phase);
     } else if (c->op == OP_YIELD) {
       yield = c;
@@ -300,16 +300,25 @@ static void emit_for(LK *L, const CirInst *f) {
     if (home_of(L, yield->args[c->axis])->epilogue) continue; /* written by its matmul */
     materialize_to(L, yield->args[c->axis], carry_addr(L, h, other), h->sdt, h->stride, 0);
   }
-  mlb_barrier(b);
+  /* The step's last barrier: where the next step begins with the wait for
+   * its copies and a barrier, and no copy is issued in between, that one
+   * orders the same (the barrier after the loop stands in for the last step's) */
+  int top_orders = prefetch && !prefetch_due(L, body, L->pos[yield->id]) && mlb_drop_barrier(b);
+  if (!top_orders) mlb_barrier(b);
   emit_refill(L, yield, 1);
   L->scan_body = NULL;
   L->scan_next_rows = (ChunkInfo){0};
   mlb_for_end(b, &loop, 1, &other);
   b->no_contract--;
+  if (top_orders) mlb_barrier(b);
   MlirValue final_phase = mlb_res(loop.op, 0);
   for (int i = 0; i < body->len; i++) { /* (their buffer addresses were the body's own values) */
     Home *h = home_of(L, body->insts[i]);
     if (prefetch_is_due(h, DUE_TOP)) h->dyn = (MlirValue){0};
+  }
+  for (int i = 0; i < body->len; i++) { /* (the shadows are not read after the scan) */
+    Home *h = home_of(L, body->insts[i]);
+    if (h->shadow) h->dyn = (MlirValue){0};
   }
   /* the scan's results alias the carry buffers holding the last values */
   for (int i = 0; i < body->len; i++) {
@@ -398,6 +407,69 @@ static void emit_inst(LK *L, const CirInst *in) {
   mlb_barrier(&L->b);
 }
 
+/* Does instruction `in` of a scan body write no shared memory at its place
+ * (a scalar in registers, or nothing of its own there)? */
+static int writes_no_smem(LK *L, const CirInst *in) {
+  const Home *h = home_of(L, in);
+  if (h->async_mode != ASYNC_NONE || h->shadow || h->kind == H_FUSED || h->kind == H_SCALAR) return 1;
+  if (in->op == OP_STORE) return h->epilogue != NULL;
+  if (in->op == OP_MATMUL) return h->summed_into != NULL;
+  return 0;
+}
+
+/* Does the value x, computed where it is read (through fused values and
+ * matmuls written by their epilogues), read the tile of v? */
+static int tree_reads(LK *L, const CirInst *x, const CirInst *v, int depth) {
+  if (x == v) return 1;
+  const Home *h = home_of(L, x);
+  if (depth > MAX_FUSED_DEPTH) return 1; /* (the planner keeps fused trees shorter; be safe) */
+  if (h->kind == H_SMEM && !(x->op == OP_MATMUL && h->epilogue) && !h->summed_into) return 0;
+  for (int j = 0; j < x->nargs; j++)
+    if (tree_reads(L, x->args[j], v, depth + 1)) return 1;
+  return 0;
+}
+
+/* Does matmul mm, with its epilogue store st (its terms, their operands, the
+ * stored value's other leaves), read the tile of v? */
+static int matmul_reads(LK *L, const CirInst *mm, const CirInst *st, const CirInst *v) {
+  for (const CirInst *t = mm; t; t = home_of(L, t)->sum_with)
+    for (int w = 0; w < 2; w++) {
+      int tr;
+      if (operand_source(t->args[w], &tr) == v) return 1;
+    }
+  return tree_reads(L, st->args[0], v, 0);
+}
+
+/* Instruction i of scan body blk is a matmul whose epilogue stores to
+ * global memory: it writes no shared memory. The barrier after it orders
+ * only its reads before later writes; it can go when the next step is a
+ * matmul with nothing to stage whose writes miss everything it read (a
+ * global store, a carry updated in place that it does not read, that
+ * carry's cast into the buffer this step does not read) and no refill is
+ * due in between. */
+static int barrier_free_after(LK *L, const CirBlock *blk, int i) {
+  const CirInst *mm = blk->insts[i];
+  const Home *h = home_of(L, mm);
+  if (!L->scan_body || mm->op != OP_MATMUL || !h->epilogue || h->epilogue->op != OP_STORE) return 0;
+  for (int j = i + 1; j < blk->len; j++) {
+    const CirInst *n = blk->insts[j];
+    if (prefetch_due(L, L->scan_body, L->pos[blk->insts[j - 1]->id])) return 0;
+    if (writes_no_smem(L, n)) continue;
+    const Home *nh = home_of(L, n);
+    if (n->op != OP_MATMUL || !nh->epilogue) return 0;
+    for (const CirInst *t = n; t; t = home_of(L, t)->sum_with)
+      for (int w = 0; w < 2; w++) {
+        int tr;
+        if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return 0;
+      }
+    if (nh->epilogue->op == OP_STORE) return 1;
+    if (!nh->epilogue_carry || matmul_reads(L, mm, h->epilogue, nh->epilogue_carry)) return 0;
+    const CirInst *x = nh->epilogue_shadow;
+    return !x || home_of(L, x)->nbufs == 2 || !matmul_reads(L, mm, h->epilogue, x);
+  }
+  return 0;
+}
+
 static void emit_block(LK *L, const CirBlock *blk) {
   int hoisted = blk != &L->k->body;
   for (int i = 0; i < blk->len && !L->failed; i++) {
@@ -406,6 +478,11 @@ static void emit_block(LK *L, const CirBlock *blk) {
     if (!hoisted && in->op != OP_GRIDVAR) {
       emit_hoisted(L, blk);
       hoisted = 1;
+    }
+    if (barrier_free_after(L, blk, i)) {
+      lk_set_loc(L, in);
+      lower_matmul(L, in);
+      continue;
     }
     emit_inst(L, in);
     if (blk != &L->k->body && in->op != OP_YIELD) {
@@ -456,6 +533,7 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   b->loc = mlirLocationFileLineColGet(ctx, mlirStringRefCreateFromCString(k->loc.src ? k->loc.src->name : "?"),
                                       (unsigned)k->loc.line, (unsigned)k->loc.col);
   plan_kernel(L);
+  if (L->failed) goto done;
   if (L->smem_bytes > L->target->smem_per_block) {
     lk_error(L, NULL, "kernel '%s' needs %lld bytes of shared memory for its tiles; a block can have at most %d",
              k->name, L->smem_bytes, L->target->smem_per_block);
@@ -502,11 +580,12 @@ int lower_kernel(Arena *arena, Diag *diag, MlirContext ctx, MlirBlock module_bod
   MlirBlock entry = mlirBlockCreate(abi->nargs, atypes, alocs);
   mlirRegionAppendOwnedBlock(freg, entry);
   int32_t block_size[3] = {k->threads, 1, 1};
-  /* Two blocks per multiprocessor when their shared memory fits (with the
-   * driver's reservation per block): ptxas then keeps registers within half
-   * the register file. Otherwise one block, with all the registers a thread
-   * may have. */
-  int per_sm = 2 * (L->smem_bytes + target->smem_reserved) <= target->smem_per_sm ? 2 : 1;
+  /* Two blocks per multiprocessor when the kernel asks for them (per_sm 2)
+   * or, unasked, when their shared memory fits (with the driver's
+   * reservation per block): ptxas then keeps registers within half the
+   * register file. Otherwise one block, with all the registers a thread may
+   * have. */
+  int per_sm = plan_blocks_per_sm(L);
   MlirNamedAttribute fa[5] = {
       mlb_named(b, "sym_name", mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(symbol))),
       mlb_named(b, "function_type", mlirTypeAttrGet(fty)),

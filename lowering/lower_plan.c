@@ -8,6 +8,7 @@
  * kernel's start or prefetched a chunk ahead in scans), epilogues (a matmul
  * writing its consumer from its accumulators), in-place carries. */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -800,17 +801,23 @@ static int blocks_per_sm(const LK *L, long long bytes) {
   return 2 * (bytes + L->target->smem_reserved) <= L->target->smem_per_sm ? 2 : 1;
 }
 
+int plan_blocks_per_sm(const LK *L) {
+  if (L->k->per_sm) return L->k->per_sm;
+  return blocks_per_sm(L, L->smem_bytes) == 2 ? 2 : 1;
+}
+
 typedef struct Prefetch {
-  int refill, pos; /* the body position of its refill; its own position */
+  int refill, pos; /* the body position of its refill (a shadow: INT_MIN); its own position */
   Home *home;
 } Prefetch;
 
-static void collect_prefetches(LK *L, const CirBlock *b, Prefetch *v, int *n) {
+static void collect_scan_tiles(LK *L, const CirBlock *b, Prefetch *v, int *n) {
   for (int i = 0; i < b->len; i++) {
     const CirInst *in = b->insts[i];
     Home *h = home_of(L, in);
     if (h->async_mode == ASYNC_PREFETCH) v[(*n)++] = (Prefetch){h->refill_after, L->pos[in->id], h};
-    if (in->body) collect_prefetches(L, in->body, v, n);
+    if (h->shadow) v[(*n)++] = (Prefetch){INT_MIN, L->pos[in->id], h}; /* after every prefetch */
+    if (in->body) collect_scan_tiles(L, in->body, v, n);
   }
 }
 
@@ -825,21 +832,31 @@ static int cmp_refill(const void *x, const void *y) {
  * last read: a tile read late in the step gets its copy late, and the next
  * step waits for it. With two buffers the copy for step i + 1 is issued at
  * the top of step i (into the buffer step i - 1 read). Tiles get a second
- * buffer latest refill first, as long as the blocks per multiprocessor
- * that shared memory allows stay two. */
-static void double_buffer_prefetches(LK *L, const Plan *P) {
-  int occ = blocks_per_sm(L, L->smem_bytes);
-  /* a kernel at one block per SM is the large kind whose registers are
-   * already at the limit (the extra buffer addresses made the backward's
-   * dchain spill): it keeps one buffer per tile */
-  if (occ < 2) return;
+ * buffer latest refill first. Then, when every prefetched tile has two, the
+ * carries' casts that their matmuls write (plan_shadow): with one buffer
+ * that matmul must wait for every reader of the old cast; with two it
+ * writes the buffer the next step reads, and the step's last reader and
+ * that matmul need no barrier between them (barrier_free_after in
+ * lower_kernel.c; a tile refilled after that reader needs one anyway).
+ * Each second buffer is kept while the plan still fits the blocks per
+ * multiprocessor it is made for: the kernel's `per_sm`, else two when they
+ * fit without it. */
+static void double_buffer_scan_tiles(LK *L, const Plan *P) {
+  int occ = L->k->per_sm ? L->k->per_sm : blocks_per_sm(L, L->smem_bytes);
+  /* a kernel at one block per SM (not asked for) is the large kind whose
+   * registers are already at the limit (the extra buffer addresses made the
+   * backward's dchain spill): it keeps one buffer per tile */
+  if (occ < 2 && !L->k->per_sm) return;
   Prefetch *v = cake_xcalloc((size_t)L->nids + 1, sizeof *v);
   int n = 0;
-  collect_prefetches(L, &L->k->body, v, &n);
+  collect_scan_tiles(L, &L->k->body, v, &n);
   qsort(v, (size_t)n, sizeof *v, cmp_refill);
+  int all = 1;
   for (int i = 0; i < n; i++) {
+    if (v[i].home->shadow && !all) continue;
     v[i].home->nbufs = 2;
     if (blocks_per_sm(L, allocate_all(L, P, 0)) < occ) v[i].home->nbufs = 1;
+    all &= v[i].home->nbufs == 2;
   }
   free(v);
 }
@@ -873,7 +890,15 @@ void plan_kernel(LK *L) {
       L->smem_bytes = paired;
     }
   }
-  double_buffer_prefetches(L, &P);
+  if (L->k->per_sm == 2 && blocks_per_sm(L, L->smem_bytes) < 2) {
+    lk_error(L, NULL,
+             "kernel '%s' is planned for 2 blocks per multiprocessor (per_sm 2), but its tiles take %lld bytes of "
+             "shared memory; two blocks fit at most %d each",
+             L->k->name, L->smem_bytes, L->target->smem_per_sm / 2 - L->target->smem_reserved);
+    free(P.all);
+    return;
+  }
+  double_buffer_scan_tiles(L, &P);
   L->smem_bytes = allocate_all(L, &P, getenv("CAKE_TRACE_PLAN") != NULL);
   free(P.all);
 }

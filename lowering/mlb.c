@@ -72,6 +72,7 @@ MlirOperation mlb_op(Mlb *b, const char *name, int nres, const MlirType *res, in
   if (mlirOperationIsNull(op)) cake_die("cannot create MLIR operation '%s'", name);
   mlirBlockAppendOwnedOperation(b->block, op);
   if (!barrier_neutral(name)) b->quiet = 0;
+  if (!strncmp(name, "nvvm.cp.async.shared", 20)) b->copied = 1;
   return op;
 }
 
@@ -314,7 +315,16 @@ MlirValue mlb_thread_id(Mlb *b) { return gpu_id(b, "gpu.thread_id", 0); }
 MlirValue mlb_block_id(Mlb *b, int dim) { return gpu_id(b, "gpu.block_id", dim); }
 void mlb_barrier(Mlb *b) {
   if (b->quiet && mlirBlockEqual(b->bar_block, b->block)) return;
-  mlb_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL);
+  b->bar_op = mlb_op(b, "gpu.barrier", 0, NULL, 0, NULL, 0, NULL);
   b->quiet = 1;
+  b->copied = 0;
   b->bar_block = b->block;
+}
+
+int mlb_drop_barrier(Mlb *b) {
+  /* a copy issued after it writes a buffer the barrier let go of */
+  if (!b->quiet || b->copied || !mlirBlockEqual(b->bar_block, b->block)) return 0;
+  mlirOperationDestroy(b->bar_op);
+  b->quiet = 0;
+  return 1;
 }

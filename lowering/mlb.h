@@ -35,6 +35,8 @@ typedef struct Mlb {
    * in bar_block would be redundant */
   int quiet;
   MlirBlock bar_block;
+  MlirOperation bar_op; /* that barrier */
+  int copied;           /* an asynchronous copy was issued since it */
   /* > 0: float adds and multiplies stay separate operations (no fma) */
   int no_contract;
   /* cached types */
@@ -112,6 +114,11 @@ void mlb_if_end(Mlb *b, MlbIf *f, int n, const MlirValue *yield);
 /* gpu */
 MlirValue mlb_thread_id(Mlb *b);          /* i32 */
 MlirValue mlb_block_id(Mlb *b, int dim);  /* i32; dim 0, 1, 2 = x, y, z */
-void mlb_barrier(Mlb *b); /* a block barrier; none when one precedes it with nothing between that matters */
+void mlb_barrier(Mlb *b);
+/* Remove the last barrier when nothing but register arithmetic and table
+ * loads followed it in this block (no asynchronous copy either: its buffer
+ * was freed by the barrier) and the caller knows that a later barrier orders
+ * the same; 1 if it did. */
+int mlb_drop_barrier(Mlb *b); /* a block barrier; none when one precedes it with nothing between that matters */
 
 #endif

@@ -36,20 +36,30 @@
 //   qk_norm     q, k <- x / sqrt(sum(x^2) + 1e-6) inside the kernel
 //               (fla's use_qk_l2norm_in_kernel)
 //   beta_logits beta <- sigmoid(beta) inside the kernel
-//   vblock      columns of V per chain block: 32, or 16 (twice the blocks, for
-//               problems with too few (document, head) pairs to fill the GPU: the runtime's choice when unset)
+//   vblock      columns of V per chain block and blocks per multiprocessor:
+//               v32: 32 columns, two blocks; v16: 16 columns (twice the
+//               blocks, for problems with too few (document, head) pairs to
+//               fill the GPU), two blocks; v16x1: 16 columns, one block per
+//               multiprocessor, whose shared memory then holds two buffers
+//               of every tile the chain prefetches (for problems whose blocks
+//               all fit at one per multiprocessor). The runtime's choice when
+//               unset
 program deltanet_fwd
 
 option qk_norm = true in (true, false)
 option beta_logits = false in (true, false)
-option vblock = v32 in (v32, v16) prefer v16 when N * H * (V / 16) <= 2 * SMS
+option vblock = v32 in (v32, v16, v16x1)
+  prefer v16x1 when N * H * (V / 16) <= SMS
+  prefer v16 when N * H * (V / 16) <= 2 * SMS
 
 dim   T, N, H
 const K = 128, V = 128, C = 64
-if vblock == v16 {
-  const BV = 16
+if vblock == v32 {
+  const BV = 32, PER_SM = 2
+} else if vblock == v16 {
+  const BV = 16, PER_SM = 2
 } else {
-  const BV = 32
+  const BV = 16, PER_SM = 1
 }
 sequence T, docs N, chunk C
 
@@ -96,7 +106,7 @@ kernel prep over (c in chunks, h in H) threads 256 {
   store kn[c, h, :] = kh
 }
 
-kernel chain over (n in docs, h in H, j in V / BV) {
+kernel chain over (n in docs, h in H, j in V / BV) per_sm PER_SM {
   S = load h0[n, h, :, j] or 0
   for c in chunks(n) carry S {
     Sh = S as f16

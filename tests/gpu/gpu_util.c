@@ -157,3 +157,15 @@ double gpu_time_ms(void (*fn)(void *), void *ctx, int reps) {
   cuEventDestroy(b);
   return med;
 }
+
+const char *variant_value(const char *variant, const char *name, char *buf, size_t n) {
+  size_t len = strlen(name);
+  snprintf(buf, n, "?");
+  for (const char *at = variant; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+    if (!strncmp(at, name, len) && at[len] == '=') {
+      size_t v = strcspn(at + len + 1, ",");
+      snprintf(buf, n, "%.*s", (int)v, at + len + 1);
+      break;
+    }
+  return buf;
+}

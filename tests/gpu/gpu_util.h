@@ -48,4 +48,7 @@ ErrStats err_stats_scaled(const double *out, const double *ref, const double *sc
 
 double gpu_time_ms(void (*fn)(void *), void *ctx, int reps);
 
+/* The value of option `name` in a variant ("a=x,b=y"), copied to buf ("?" when absent). */
+const char *variant_value(const char *variant, const char *name, char *buf, size_t n);
+
 #endif

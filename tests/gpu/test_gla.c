@@ -103,7 +103,8 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   const cake_dim_value dims[] = {{"T", T}, {"H", H}};
   const cake_program *prog;
   RT(cake_package_choose(pkg, "gla_fwd", options, dims, 2, cu ? N : 0, NULL, &prog));
-  int v16 = strstr(cake_program_variant(prog), "vblock=v16") != NULL;
+  char vblock[16];
+  variant_value(cake_program_variant(prog), "vblock", vblock, sizeof vblock);
   cake_plan *plan;
   RT(cake_plan_create(prog, &plan));
   RT(cake_plan_set_dim(plan, "T", T));
@@ -147,9 +148,9 @@ static int run_shape(const cake_package *pkg, const Shape *sh, uint64_t *rng) {
   ErrStats eh = sh->with_ht ? err_stats(outh, rht, (long long)ns) : (ErrStats){0};
   int bitwise = memcmp(ho[0], ho[1], nq * 2) == 0 && (!sh->with_ht || memcmp(hht[0], hht[1], ns * 4) == 0);
   int ok = eo.nonfinite == 0 && eo.err_ratio < 0.005 && eh.nonfinite == 0 && eh.err_ratio < 0.005 && bitwise;
-  printf("%-40s T=%-6lld H=%-3lld docs=%-5lld chunks=%-6lld %s  o %.2e  ht %s%.2e  nan/unwritten %lld  bitwise %s  %s\n",
+  printf("%-40s T=%-6lld H=%-3lld docs=%-5lld chunks=%-6lld %-5s  o %.2e  ht %s%.2e  nan/unwritten %lld  bitwise %s  %s\n",
          sh->name, (long long)T, (long long)H, (long long)N, (long long)cake_plan_chunk_count(plan),
-         v16 ? "v16" : "v32", eo.err_ratio, sh->with_ht ? "" : "(none) ", eh.err_ratio, eo.nonfinite + eh.nonfinite,
+         vblock, eo.err_ratio, sh->with_ht ? "" : "(none) ", eh.err_ratio, eo.nonfinite + eh.nonfinite,
          bitwise ? "yes" : "NO", ok ? "PASS" : "FAIL");
   fflush(stdout);
   gpu_free(dq), gpu_free(dk), gpu_free(dv), gpu_free(dg), gpu_free(dh0), gpu_free(dout), gpu_free(dht);

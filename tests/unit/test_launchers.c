@@ -188,19 +188,24 @@ static void kda_binds_what_the_variant_has(void **st) {
   t.g.dtype = CAKE_BF16; /* the external gate's g is f32 */
   assert_int_equal(kda_fwd_validate_fwd(plan, &t), CAKE_ERR_TENSOR);
   cake_plan_free(plan);
-  /* vblock left at DEFAULT: the spec's `prefer v16 when N * HV * (V / 16) <= 2 * SMS` */
+  /* vblock left at DEFAULT: the spec's `prefer v16x1 when N * HV * (V / 16) <= SMS`,
+   * then `prefer v16 when N * HV * (V / 16) <= 2 * SMS` */
   o.vblock = KDA_FWD_VBLOCK_DEFAULT;
   setenv("CAKE_DEVICE_SMS", "132", 1);
-  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 3 * 2 * 8 = 48 <= 264 */
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 3 * 2 * 8 = 48 <= 132 */
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16x1");
+  cake_plan_free(plan);
+  setenv("CAKE_DEVICE_SMS", "47", 1);
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 48 > 47, 48 <= 94 */
   assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
   cake_plan_free(plan);
   setenv("CAKE_DEVICE_SMS", "23", 1);
-  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 48 > 46 */
+  assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK); /* 48 > 46: v32 */
   assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v32");
   cake_plan_free(plan);
-  d.cu_seqlens = NULL; /* one document: 16 <= 46 */
+  d.cu_seqlens = NULL; /* one document: 16 <= 23 */
   assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);
-  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16");
+  assert_string_equal(plan->prog->variant, "gate=external,qk_norm=false,beta_logits=true,vblock=v16x1");
   cake_plan_free(plan);
   o.vblock = KDA_FWD_VBLOCK_V32; /* given wins */
   assert_int_equal(kda_fwd_plan(pkg, &o, &d, &p, &plan), CAKE_OK);

@@ -32,7 +32,7 @@ kernel chain over (n in docs, h in H) threads 128 {
 entry fwd = chain
 // PLAN: plan of kernel chain
 // PLAN-DAG: carry f32 64x16 5120 B x1 at {{ *[0-9]+}} live 3..24
-// PLAN-DAG: as bf16 64x16 3072 B x1 at {{ *[0-9]+}} live 3..22
+// PLAN-DAG: as bf16 64x16 3072 B x2 at {{ *[0-9]+}} live 3..22
 // the initial Sb, then the scan: its next chunk's row, the wait, the first matmul
 // CHECK: arith.truncf
 // CHECK: scf.for {{.*}} -> (i32)

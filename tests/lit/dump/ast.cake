@@ -8,7 +8,7 @@ param scale : f32 = rsqrt(K)
 in  x : bf16[T, K]
 in  h0 : f32[N, K] optional
 out o : f32[T, K]
-kernel k over (n in docs) threads 64 {
+kernel k over (n in docs) threads 64 per_sm 1 {
   S = load h0[n, :] or 0
   for c in reverse chunks(n) carry S {
     a = load x[c, :]
@@ -26,7 +26,7 @@ entry fwd = k
 // CHECK-NEXT: Tensor in x : bf16[T, K]  @8:1
 // CHECK-NEXT: Tensor in h0 : f32[N, K] optional  @9:1
 // CHECK-NEXT: Tensor out o : f32[T, K]  @10:1
-// CHECK-NEXT: Kernel k over (n in docs) threads 64  @11:1
+// CHECK-NEXT: Kernel k over (n in docs) threads 64 per_sm 1  @11:1
 // CHECK-NEXT: Assign S = load h0[n, :] or 0  @12:3
 // CHECK-NEXT: For c in reverse chunks(n) carry S  @13:3
 // CHECK-NEXT: Assign a = load x[c, :]  @14:5

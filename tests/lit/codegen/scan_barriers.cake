@@ -1,0 +1,114 @@
+// The barriers of a scan step, and the blocks per multiprocessor a kernel is
+// planned for (`per_sm`).
+// - The step's last barrier goes when the next step begins with the wait for
+//   its copies and a barrier, and no copy is issued in between.
+// - A matmul whose epilogue only stores to global memory (the output `o`)
+//   writes no shared memory: the barrier after it goes when the next step is
+//   the carry's matmul, which stages nothing and writes only the carry (in
+//   place, which `o` does not read) and the carry's cast into its second
+//   buffer (the one this step does not read). The cast gets that buffer when
+//   every tile the scan prefetches has two: a tile refilled after the last
+//   read of `o`'s operands needs the barrier anyway.
+// So a step of `wide` (per_sm 1) and `fits` (small tiles: two blocks per
+// multiprocessor with every second buffer) passes 2 barriers (the copies
+// landed; `ub` written), `narrow` 3 (per_sm 2: its large tiles do not all get
+// a second buffer, so neither does the cast, and the barrier after `o`
+// stays), `staged` 4 (its carry matmul stages an operand first: the barrier
+// after `o` stays, and one follows the staging), `reads` 3 (the value `o`
+// stores reads the carry, which the next matmul writes in place).
+// A tile refilled after the step's last matmul keeps the step's last barrier
+// (the KDA chain at vblock v32: its `kd` has one buffer).
+// RUN: env CAKE_TRACE_PLAN=1 %cakec %s --emit=mlir --arch=sm_90a -j1 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: %cakec %s --emit=mlir --arch=sm_90a -j1 | python3 %S/Inputs/scan_barriers.py | FileCheck %s --check-prefix=STEP
+// RUN: %cakec %s --emit=ptx --arch=sm_90a -j1 | FileCheck %s --check-prefix=PTX
+// The KDA forward's chain: 2 barriers at one block per multiprocessor, 3 at two, 4 at v32
+// RUN: %cakec %specs/kda/kda_fwd.cake --emit=mlir --arch=sm_90a --option gate=softplus --option qk_norm=true --option beta_logits=true --option vblock=v16x1 | python3 %S/Inputs/scan_barriers.py | FileCheck %s --check-prefix=KDA1
+// RUN: %cakec %specs/kda/kda_fwd.cake --emit=mlir --arch=sm_90a --option gate=softplus --option qk_norm=true --option beta_logits=true --option vblock=v16 | python3 %S/Inputs/scan_barriers.py | FileCheck %s --check-prefix=KDA2
+// RUN: %cakec %specs/kda/kda_fwd.cake --emit=mlir --arch=sm_90a --option gate=softplus --option qk_norm=true --option beta_logits=true --option vblock=v32 | python3 %S/Inputs/scan_barriers.py | FileCheck %s --check-prefix=KDA3
+// KDA1: chain: scan step: 2 barriers
+// KDA2: chain: scan step: 3 barriers
+// KDA3: chain: scan step: 4 barriers
+program scan_barriers
+dim T, N, H
+const K = 128, C = 64
+sequence T, docs N, chunk C
+in  w, qg, kd : bf16[T, H, K]
+in  u    : bf16[T, H, 16]
+in  pq   : bf16[T, H, C]
+in  h0   : f32[N, H, K, 16] optional
+out o    : bf16[T, H, 16]
+out ht   : f32[N, H, K, 16]
+in  x, y, z : bf16[T, H, 64]
+in  s0   : f32[N, H, 64, 16] optional
+out st   : f32[N, H, 64, 16]
+kernel wide over (n in docs, h in H) per_sm 1 {
+  S = load h0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load w[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load qg[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = S * 0.5 + load kd[c, h, :].T @ ub
+  }
+  store ht[n, h, :, :] = S
+}
+kernel narrow over (n in docs, h in H) per_sm 2 {
+  S = load h0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load w[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load qg[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = S * 0.5 + load kd[c, h, :].T @ ub
+  }
+  store ht[n, h, :, :] = S
+}
+kernel fits over (n in docs, h in H) {
+  S = load s0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load x[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load y[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = S * 0.5 + load z[c, h, :].T @ ub
+  }
+  store st[n, h, :, :] = S
+}
+kernel staged over (n in docs, h in H) per_sm 1 {
+  S = load h0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load w[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load qg[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    S = S * 0.5 + ((load kd[c, h, :] * 2.0) as bf16).T @ ub
+  }
+  store ht[n, h, :, :] = S
+}
+kernel reads over (n in docs, h in H) {
+  S = load s0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load x[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load y[c, h, :] @ Sb + load pq[c, h, :] @ ub + S) as bf16
+    S = S * 0.5 + load z[c, h, :].T @ ub
+  }
+  store st[n, h, :, :] = S
+}
+entry e1 = wide
+entry e2 = narrow
+entry e3 = fits
+entry e4 = staged
+entry e5 = reads
+// the casts (Sb) of wide (line 47), narrow (57), fits (67), staged (77), reads (87)
+// PLAN-DAG: as bf16 128x16 6144 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 47)
+// PLAN-DAG: as bf16 128x16 6144 B x1 at {{ *[0-9]+}} live {{[0-9.]+}} (line 57)
+// PLAN-DAG: as bf16 64x16 3072 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 67)
+// PLAN-DAG: as bf16 128x16 6144 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 77)
+// PLAN-DAG: as bf16 64x16 3072 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 87)
+// STEP: wide: scan step: 2 barriers
+// STEP-NEXT: narrow: scan step: 3 barriers
+// STEP-NEXT: fits: scan step: 2 barriers
+// STEP-NEXT: staged: scan step: 4 barriers
+// STEP-NEXT: reads: scan step: 3 barriers
+// what ptxas is asked for: one block per multiprocessor, or two
+// PTX-LABEL: .entry wide_
+// PTX: .minnctapersm 1
+// PTX-LABEL: .entry narrow_
+// PTX: .minnctapersm 2
