@@ -119,6 +119,11 @@ typedef struct LK {
 /* lower_plan.c */
 void plan_kernel(LK *L); /* homes, live ranges, shared-memory offsets; L->smem_bytes */
 int plan_blocks_per_sm(const LK *L); /* what the plan is made for: 1 or 2 */
+/* Does v, recomputed where it is read (through fused values), read the tile of `carry`? */
+int fused_reads(LK *L, const CirInst *v, const CirInst *carry);
+/* Does matmul mm, or one summed into its accumulators, read the tile of
+ * `carry` as it runs (as an operand, directly or through fused values)? */
+int matmul_reads(LK *L, const CirInst *mm, const CirInst *carry);
 
 /* lower_home.c (below every other lower_*.c file) */
 Home *home_of(LK *L, const CirInst *in);

@@ -417,27 +417,10 @@ static int writes_no_smem(LK *L, const CirInst *in) {
   return 0;
 }
 
-/* Does the value x, computed where it is read (through fused values and
- * matmuls written by their epilogues), read the tile of v? */
-static int tree_reads(LK *L, const CirInst *x, const CirInst *v, int depth) {
-  if (x == v) return 1;
-  const Home *h = home_of(L, x);
-  if (depth > MAX_FUSED_DEPTH) return 1; /* (the planner keeps fused trees shorter; be safe) */
-  if (h->kind == H_SMEM && !(x->op == OP_MATMUL && h->epilogue) && !h->summed_into) return 0;
-  for (int j = 0; j < x->nargs; j++)
-    if (tree_reads(L, x->args[j], v, depth + 1)) return 1;
-  return 0;
-}
-
-/* Does matmul mm, with its epilogue store st (its terms, their operands, the
- * stored value's other leaves), read the tile of v? */
-static int matmul_reads(LK *L, const CirInst *mm, const CirInst *st, const CirInst *v) {
-  for (const CirInst *t = mm; t; t = home_of(L, t)->sum_with)
-    for (int w = 0; w < 2; w++) {
-      int tr;
-      if (operand_source(t->args[w], &tr) == v) return 1;
-    }
-  return tree_reads(L, st->args[0], v, 0);
+/* Does matmul mm, with its epilogue store st (the stored value's other
+ * leaves too), read the tile of v? */
+static int store_reads(LK *L, const CirInst *mm, const CirInst *st, const CirInst *v) {
+  return matmul_reads(L, mm, v) || fused_reads(L, st->args[0], v);
 }
 
 /* Instruction i of scan body blk is a matmul whose epilogue stores to
@@ -463,9 +446,9 @@ static int barrier_free_after(LK *L, const CirBlock *blk, int i) {
         if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return 0;
       }
     if (nh->epilogue->op == OP_STORE) return 1;
-    if (!nh->epilogue_carry || matmul_reads(L, mm, h->epilogue, nh->epilogue_carry)) return 0;
+    if (!nh->epilogue_carry || store_reads(L, mm, h->epilogue, nh->epilogue_carry)) return 0;
     const CirInst *x = nh->epilogue_shadow;
-    return !x || home_of(L, x)->nbufs == 2 || !matmul_reads(L, mm, h->epilogue, x);
+    return !x || home_of(L, x)->nbufs == 2 || !store_reads(L, mm, h->epilogue, x);
   }
   return 0;
 }

@@ -55,7 +55,7 @@ static void set_smem(Home *h, DType dt, int rows, int cols) {
   h->nbufs = 1;
 }
 
-static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
+int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
   if (v == carry) return 1;
   if (home_of(L, v)->kind != H_FUSED) return 0;
   for (int j = 0; j < v->nargs; j++)
@@ -65,7 +65,7 @@ static int fused_reads(LK *L, const CirInst *v, const CirInst *carry) {
 
 /* Does the matmul mm, or one summed into its accumulators, read `carry` as
  * it runs (as an operand, directly or through fused values)? */
-static int matmul_reads(LK *L, const CirInst *mm, const CirInst *carry) {
+int matmul_reads(LK *L, const CirInst *mm, const CirInst *carry) {
   for (const CirInst *t = mm; t; t = home_of(L, t)->sum_with)
     for (int j = 0; j < t->nargs; j++)
       if (fused_reads(L, t->args[j], carry)) return 1;
