@@ -109,6 +109,7 @@ typedef struct LK {
   AccCtx acc;
   int shifts;         /* its shifted windows (`shift(c, s)`): 1 some move rows back (s < 0), 2 some forward */
   int dmm_elementwise; /* decay_mm and decay_mm_t element by element: the blocked form's staging does not fit */
+  const CirInst *unbarriered; /* a matmul that needs no barrier at its start (barrier_free_after) */
   /* the scan being emitted: where prefetched loads refill for the next chunk */
   const CirBlock *scan_body;
   const CirInst *scan_cv;

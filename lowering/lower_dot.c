@@ -236,9 +236,11 @@ void lower_matmul(LK *L, const CirInst *mm) {
       staged |= operand_needs_stage(L, operand_source(m->args[w], &tr));
     }
   }
-  /* the staged copies are complete (operands in their own homes were
-   * written before the barrier that ended their step) */
-  if (staged) mlb_barrier(b);
+  /* the staged copies are complete, and what came since the last barrier
+   * is ordered before this matmul's writes (elided after register work
+   * only); not when emit_block found no such need (barrier_free_after) */
+  if (staged || L->unbarriered != mm) mlb_barrier(b);
+  L->unbarriered = NULL;
 
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;
   warp_grid(nw, m16, n8, &wm, &wn);

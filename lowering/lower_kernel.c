@@ -428,29 +428,40 @@ static int store_reads(LK *L, const CirInst *mm, const CirInst *st, const CirIns
  * only its reads before later writes; it can go when the next step is a
  * matmul with nothing to stage whose writes miss everything it read (a
  * global store, a carry updated in place that it does not read, that
- * carry's cast into the buffer this step does not read) and no refill is
- * due in between. */
-static int barrier_free_after(LK *L, const CirBlock *blk, int i) {
+ * carry's cast into the buffer this step does not read), no refill is due
+ * in between, and scalars computed in between read nothing the next
+ * matmul writes. A next matmul that stores to global memory must keep its
+ * own barrier (it then orders both matmuls' reads). Returns that next
+ * matmul, or NULL. */
+static const CirInst *barrier_free_after(LK *L, const CirBlock *blk, int i) {
   const CirInst *mm = blk->insts[i];
   const Home *h = home_of(L, mm);
-  if (!L->scan_body || mm->op != OP_MATMUL || !h->epilogue || h->epilogue->op != OP_STORE) return 0;
-  for (int j = i + 1; j < blk->len; j++) {
-    const CirInst *n = blk->insts[j];
-    if (prefetch_due(L, L->scan_body, L->pos[blk->insts[j - 1]->id])) return 0;
-    if (writes_no_smem(L, n)) continue;
-    const Home *nh = home_of(L, n);
-    if (n->op != OP_MATMUL || !nh->epilogue) return 0;
-    for (const CirInst *t = n; t; t = home_of(L, t)->sum_with)
-      for (int w = 0; w < 2; w++) {
-        int tr;
-        if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return 0;
-      }
-    if (nh->epilogue->op == OP_STORE) return 1;
-    if (!nh->epilogue_carry || store_reads(L, mm, h->epilogue, nh->epilogue_carry)) return 0;
-    const CirInst *x = nh->epilogue_shadow;
-    return !x || home_of(L, x)->nbufs == 2 || !store_reads(L, mm, h->epilogue, x);
+  if (!L->scan_body || mm->op != OP_MATMUL || !h->epilogue || h->epilogue->op != OP_STORE) return NULL;
+  int first = i + 1, j = i + 1;
+  for (; j < blk->len; j++) {
+    if (prefetch_due(L, L->scan_body, L->pos[blk->insts[j - 1]->id])) return NULL;
+    if (!writes_no_smem(L, blk->insts[j])) break;
   }
-  return 0;
+  if (j == blk->len) return NULL;
+  const CirInst *n = blk->insts[j];
+  const Home *nh = home_of(L, n);
+  if (n->op != OP_MATMUL || !nh->epilogue) return NULL;
+  for (const CirInst *t = n; t; t = home_of(L, t)->sum_with)
+    for (int w = 0; w < 2; w++) {
+      int tr;
+      if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return NULL;
+    }
+  if (nh->epilogue->op == OP_STORE) return barrier_free_after(L, blk, j) ? NULL : n;
+  const CirInst *c = nh->epilogue_carry, *x = nh->epilogue_shadow;
+  if (!c || store_reads(L, mm, h->epilogue, c)) return NULL;
+  if (x && home_of(L, x)->nbufs != 2 && store_reads(L, mm, h->epilogue, x)) return NULL;
+  for (int k = first; k < j; k++) { /* the scalars in between */
+    const CirInst *s = blk->insts[k];
+    if (home_of(L, s)->kind != H_SCALAR) continue;
+    for (int a = 0; a < s->nargs; a++)
+      if (fused_reads(L, s->args[a], c) || (x && fused_reads(L, s->args[a], x))) return NULL;
+  }
+  return n;
 }
 
 static void emit_block(LK *L, const CirBlock *blk) {
@@ -462,9 +473,11 @@ static void emit_block(LK *L, const CirBlock *blk) {
       emit_hoisted(L, blk);
       hoisted = 1;
     }
-    if (barrier_free_after(L, blk, i)) {
+    const CirInst *next = barrier_free_after(L, blk, i);
+    if (next) { /* no barrier after it, none at the start of `next` */
       lk_set_loc(L, in);
       lower_matmul(L, in);
+      L->unbarriered = next;
       continue;
     }
     emit_inst(L, in);

@@ -890,7 +890,8 @@ void plan_kernel(LK *L) {
       L->smem_bytes = paired;
     }
   }
-  if (L->k->per_sm == 2 && blocks_per_sm(L, L->smem_bytes) < 2) {
+  /* (over a block's limit: lower_kernel says so) */
+  if (L->k->per_sm == 2 && L->smem_bytes <= L->target->smem_per_block && blocks_per_sm(L, L->smem_bytes) < 2) {
     lk_error(L, NULL,
              "kernel '%s' is planned for 2 blocks per multiprocessor (per_sm 2), but its tiles take %lld bytes of "
              "shared memory; two blocks fit at most %d each",

@@ -15,10 +15,15 @@
 // a second buffer, so neither does the cast, and the barrier after `o`
 // stays), `staged` 4 (its carry matmul stages an operand first: the barrier
 // after `o` stays, and one follows the staging), `reads` 3 (the value `o`
-// stores reads the carry, which the next matmul writes in place).
+// stores reads the carry, which the next matmul writes in place), `twice` 3
+// (a second matmul that stores to global memory comes between: one of the
+// two keeps its barrier, the second's would not order the first's reads of
+// the carry, so the first keeps it), `pick` 4 (the scalar `a`, computed
+// between, reads the carry that the next matmul writes: the barrier after `o`
+// stays, and the carry's matmul opens with one after the read).
 // A tile refilled after the step's last matmul keeps the step's last barrier
 // (the KDA chain at vblock v32: its `kd` has one buffer).
-// RUN: env CAKE_TRACE_PLAN=1 %cakec %s --emit=mlir --arch=sm_90a -j1 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: env CAKE_TRACE_PLAN=1 %cakec %s --emit=mlir --arch=sm_90a -j1 2>&1 >/dev/null | awk '/^plan of kernel/ {k = $4} / as / {print k, $0}' | FileCheck %s --check-prefix=PLAN
 // RUN: %cakec %s --emit=mlir --arch=sm_90a -j1 | python3 %S/Inputs/scan_barriers.py | FileCheck %s --check-prefix=STEP
 // RUN: %cakec %s --emit=ptx --arch=sm_90a -j1 | FileCheck %s --check-prefix=PTX
 // The KDA forward's chain: 2 barriers at one block per multiprocessor, 3 at two, 4 at v32
@@ -36,7 +41,7 @@ in  w, qg, kd : bf16[T, H, K]
 in  u    : bf16[T, H, 16]
 in  pq   : bf16[T, H, C]
 in  h0   : f32[N, H, K, 16] optional
-out o    : bf16[T, H, 16]
+out o, o2 : bf16[T, H, 16]
 out ht   : f32[N, H, K, 16]
 in  x, y, z : bf16[T, H, 64]
 in  s0   : f32[N, H, 64, 16] optional
@@ -91,22 +96,48 @@ kernel reads over (n in docs, h in H) {
   }
   store st[n, h, :, :] = S
 }
+kernel twice over (n in docs, h in H) {
+  S = load s0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load x[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load y[c, h, :] @ Sb + S[:, 0][:, None]) as bf16
+    store o2[c, h, :] = (load pq[c, h, :] @ ub) as bf16
+    S = S * 0.5 + load z[c, h, :].T @ ub
+  }
+  store st[n, h, :, :] = S
+}
+kernel pick over (n in docs, h in H) {
+  S = load s0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load x[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load y[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    a = S[0, 0]
+    S = S * a + load z[c, h, :].T @ ub
+  }
+  store st[n, h, :, :] = S
+}
 entry e1 = wide
 entry e2 = narrow
 entry e3 = fits
 entry e4 = staged
 entry e5 = reads
-// the casts (Sb) of wide (line 47), narrow (57), fits (67), staged (77), reads (87)
-// PLAN-DAG: as bf16 128x16 6144 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 47)
-// PLAN-DAG: as bf16 128x16 6144 B x1 at {{ *[0-9]+}} live {{[0-9.]+}} (line 57)
-// PLAN-DAG: as bf16 64x16 3072 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 67)
-// PLAN-DAG: as bf16 128x16 6144 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 77)
-// PLAN-DAG: as bf16 64x16 3072 B x2 at {{ *[0-9]+}} live {{[0-9.]+}} (line 87)
+entry e6 = twice
+entry e7 = pick
+// the casts (Sb), by kernel
+// PLAN-DAG: wide: {{.*}} as bf16 128x16 6144 B x2
+// PLAN-DAG: narrow: {{.*}} as bf16 128x16 6144 B x1
+// PLAN-DAG: fits: {{.*}} as bf16 64x16 3072 B x2
+// PLAN-DAG: staged: {{.*}} as bf16 128x16 6144 B x2
+// PLAN-DAG: reads: {{.*}} as bf16 64x16 3072 B x2
 // STEP: wide: scan step: 2 barriers
 // STEP-NEXT: narrow: scan step: 3 barriers
 // STEP-NEXT: fits: scan step: 2 barriers
 // STEP-NEXT: staged: scan step: 4 barriers
 // STEP-NEXT: reads: scan step: 3 barriers
+// STEP-NEXT: twice: scan step: 3 barriers
+// STEP-NEXT: pick: scan step: 4 barriers
 // what ptxas is asked for: one block per multiprocessor, or two
 // PTX-LABEL: .entry wide_
 // PTX: .minnctapersm 1
