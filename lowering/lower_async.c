@@ -53,12 +53,10 @@ typedef struct CopyCtx {
   int eb, per, ppr, R;
 } CopyCtx;
 
-static void copy_item(LK *L, MlirValue g, void *vctx) {
+/* The 16 bytes at (r, c) of the window, to shared byte offset dst. */
+static void copy_at(LK *L, const CopyCtx *x, MlirValue r, MlirValue c, MlirValue dst_off) {
   Mlb *b = &L->b;
-  CopyCtx *x = vctx;
   Home *h = home_of(L, x->in);
-  MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
-  MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, x->ppr), x->per);
   MlirValue valid = (MlirValue){0};
   /* a prefetch is issued every step: its coordinates' part is computed once */
   MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, h->async_mode == ASYNC_PREFETCH || home_in_scan(h), &valid);
@@ -67,8 +65,7 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
     src = mlb_select(b, valid, src, x->base); /* an address that exists; nothing is read from it */
     size = mlb_select(b, valid, size, mlb_i32(b, 0));
   }
-  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, h->stride)), c);
-  MlirValue dst = smem_ptr(L, mlb_add(b, x->dst_base, mlb_mul(b, idx, mlb_i32(b, x->eb))));
+  MlirValue dst = smem_ptr(L, dst_off);
   MlirNamedAttribute na[2] = {
       mlb_named(b, "size", mlirIntegerAttrGet(b->i32, 16)),
       mlb_named(b, "modifier", mlb_attr(b, "#nvvm<load_cache_modifier cg>")),
@@ -77,12 +74,38 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
   mlb_op(b, "nvvm.cp.async.shared.global", 0, NULL, 3, ops, 2, na);
 }
 
+/* Item g: row g / ppr, the (g % ppr)-th 16 bytes of it. */
+static void copy_item(LK *L, MlirValue g, void *vctx) {
+  Mlb *b = &L->b;
+  CopyCtx *x = vctx;
+  MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
+  MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, x->ppr), x->per);
+  MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, home_of(L, x->in)->stride)), c);
+  copy_at(L, x, r, c, mlb_add(b, x->dst_base, mlb_mul(b, idx, mlb_i32(b, x->eb))));
+}
+
 void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
   const CirTensor *t = in->tensor;
   int eb = dtype_bytes(t->dtype), per = 16 / eb;
   CopyCtx x = {in, dst_base, L->args[abi_find(L->abi, ARG_TENSOR, t, 0)], eb, per, cols_of(in->ty) / per,
                rows_of(in->ty)};
-  strided_loop(L, x.R * x.ppr, copy_item, &x);
+  int NT = L->nthreads, total = x.R * x.ppr;
+  Home *h = home_of(L, in);
+  if (home_in_scan(h) && NT % x.ppr == 0 && total % NT == 0 && total / NT > 1 && total / NT <= 16) {
+    /* A scan's copies are issued every step, on its critical path:
+     * unrolled, thread t taking the same 16 bytes of rows t / ppr + i (NT /
+     * ppr), so that one shared offset serves every row (the rest are
+     * constants in the addresses) and no loop counter is kept. */
+    Mlb *b = &L->b;
+    int rs = NT / x.ppr;
+    MlirValue r0 = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, x.ppr));
+    MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", L->tid, x.ppr), x.per);
+    MlirValue mine = mlb_add(b, x.dst_base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, r0, h->stride), c), x.eb));
+    for (int i = 0; i < total / NT; i++)
+      copy_at(L, &x, i ? mlb_add_c(b, r0, i * rs) : r0, c, i ? mlb_add_c(b, mine, i * rs * h->stride * x.eb) : mine);
+    return;
+  }
+  strided_loop(L, total, copy_item, &x);
 }
 
 void async_commit(LK *L) { mlb_op(&L->b, "nvvm.cp.async.commit.group", 0, NULL, 0, NULL, 0, NULL); }

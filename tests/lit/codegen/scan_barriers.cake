@@ -138,8 +138,18 @@ entry e7 = pick
 // STEP-NEXT: reads: scan step: 3 barriers
 // STEP-NEXT: twice: scan step: 3 barriers
 // STEP-NEXT: pick: scan step: 4 barriers
-// what ptxas is asked for: one block per multiprocessor, or two
+// what ptxas is asked for: one block per multiprocessor, or two; a scan's
+// copies in the step unrolled, each thread's rows 8 apart (8 x 272 bytes)
+// from one shared offset
 // PTX-LABEL: .entry wide_
 // PTX: .minnctapersm 1
+// PTX: cp.async.wait_group 0
+// PTX: cp.async.cg.shared.global [%rd[[R:[0-9]+]]+2176], [%rd{{[0-9]+}}], 16
+// PTX-NEXT: add.s32
+// PTX-NEXT: setp.lt.s32
+// PTX-NEXT: add.s64
+// PTX-NEXT: selp.b64
+// PTX-NEXT: selp.b32
+// PTX-NEXT: cp.async.cg.shared.global [%rd[[R]]+4352]
 // PTX-LABEL: .entry narrow_
 // PTX: .minnctapersm 2
