@@ -101,8 +101,11 @@ void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
     MlirValue r0 = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, x.ppr));
     MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", L->tid, x.ppr), x.per);
     MlirValue mine = mlb_add(b, x.dst_base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, r0, h->stride), c), x.eb));
-    for (int i = 0; i < total / NT; i++)
-      copy_at(L, &x, i ? mlb_add_c(b, r0, i * rs) : r0, c, i ? mlb_add_c(b, mine, i * rs * h->stride * x.eb) : mine);
+    for (int i = 0; i < total / NT; i++) {
+      MlirValue r = i ? mlb_add_c(b, r0, i * rs) : r0;
+      MlirValue dst = i ? mlb_add_c(b, mine, i * rs * h->stride * x.eb) : mine;
+      copy_at(L, &x, r, c, dst);
+    }
     return;
   }
   strided_loop(L, total, copy_item, &x);
