@@ -23,12 +23,24 @@ static int index_computable(LK *L, const CirInst *v, int depth) {
   }
 }
 
+/* Does block b (and the blocks in it) store to tensor t? */
+static int block_stores(const CirBlock *b, const CirTensor *t) {
+  for (int i = 0; i < b->len; i++) {
+    const CirInst *in = b->insts[i];
+    if ((in->op == OP_STORE && in->tensor == t) || (in->body && block_stores(in->body, t))) return 1;
+  }
+  return 0;
+}
+
 /* Can `in` be copied by cp.async: a plain, non-optional window whose rows are
  * contiguous and 16-byte aligned, indexed by values computable where the
- * copy is issued (see index_computable)? */
+ * copy is issued (see index_computable), of a tensor the kernel does not
+ * store (a copy issued ahead, at the kernel's start or for the next step,
+ * would read the tensor before the kernel's own stores to it)? */
 int async_candidate(LK *L, const CirInst *in) {
   const CirTensor *t = in->tensor;
   if (in->op != OP_LOAD || t->optional || in->ty.rank < 1) return 0;
+  if (block_stores(&L->k->body, t)) return 0;
   if (t->dtype != DT_BF16 && t->dtype != DT_F16 && t->dtype != DT_F32) return 0;
   int eb = dtype_bytes(t->dtype), last = -1;
   for (int i = 0; i < t->rank; i++) {

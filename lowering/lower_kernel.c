@@ -423,6 +423,17 @@ static int store_reads(LK *L, const CirInst *mm, const CirInst *st, const CirIns
   return matmul_reads(L, mm, v) || fused_reads(L, st->args[0], v);
 }
 
+/* Does v, evaluated where it stands (through the fused values it reads),
+ * load from tensor t? */
+static int loads_tensor(LK *L, const CirInst *v, const CirTensor *t, int depth) {
+  if (v->op == OP_LOAD && v->tensor == t) return 1;
+  if (depth > MAX_FUSED_DEPTH) return 1; /* (the planner keeps fused trees shorter; be safe) */
+  if (depth > 0 && home_of(L, v)->kind != H_FUSED) return 0; /* computed at its own place */
+  for (int j = 0; j < v->nargs; j++)
+    if (loads_tensor(L, v->args[j], t, depth + 1)) return 1;
+  return 0;
+}
+
 /* Instruction i of scan body blk is a matmul whose epilogue stores to
  * global memory: it writes no shared memory. The barrier after it orders
  * only its reads before later writes; it can go when the next step is a
@@ -430,9 +441,11 @@ static int store_reads(LK *L, const CirInst *mm, const CirInst *st, const CirIns
  * global store, a carry updated in place that it does not read, that
  * carry's cast into the buffer this step does not read), no refill is due
  * in between, and scalars computed in between read nothing the next
- * matmul writes. A next matmul that stores to global memory must keep its
- * own barrier (it then orders both matmuls' reads). Returns that next
- * matmul, or NULL. */
+ * matmul writes. The barrier also orders the stored tensor's global
+ * writes before reads of it: neither the scalars in between nor the next
+ * matmul's epilogue may load it. A next matmul that stores to global
+ * memory must keep its own barrier (it then orders both matmuls' reads)
+ * and store another tensor. Returns that next matmul, or NULL. */
 static const CirInst *barrier_free_after(LK *L, const CirBlock *blk, int i) {
   const CirInst *mm = blk->insts[i];
   const Home *h = home_of(L, mm);
@@ -451,7 +464,15 @@ static const CirInst *barrier_free_after(LK *L, const CirBlock *blk, int i) {
       int tr;
       if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return NULL;
     }
-  if (nh->epilogue->op == OP_STORE) return barrier_free_after(L, blk, j) ? NULL : n;
+  const CirTensor *stored = h->epilogue->tensor;
+  for (int k = first; k < j; k++) /* the scalars in between */
+    if (home_of(L, blk->insts[k])->kind == H_SCALAR && loads_tensor(L, blk->insts[k], stored, 0)) return NULL;
+  if (nh->epilogue->op == OP_STORE)
+    return nh->epilogue->tensor == stored || loads_tensor(L, nh->epilogue->args[0], stored, 0) ||
+                   barrier_free_after(L, blk, j)
+               ? NULL
+               : n;
+  if (loads_tensor(L, nh->epilogue, stored, 0)) return NULL;
   const CirInst *c = nh->epilogue_carry, *x = nh->epilogue_shadow;
   if (!c || store_reads(L, mm, h->epilogue, c)) return NULL;
   if (x && home_of(L, x)->nbufs != 2 && store_reads(L, mm, h->epilogue, x)) return NULL;

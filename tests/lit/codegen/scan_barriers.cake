@@ -20,7 +20,11 @@
 // two keeps its barrier, the second's would not order the first's reads of
 // the carry, so the first keeps it), `pick` 4 (the scalar `a`, computed
 // between, reads the carry that the next matmul writes: the barrier after `o`
-// stays, and the carry's matmul opens with one after the read).
+// stays, and the carry's matmul opens with one after the read), `reload` 4
+// (the carry's update loads `o`, which the output's matmul stores: the
+// barrier after it orders those global writes before the reads and stays;
+// the scalar load of `idx` between them is not register work, so the
+// carry's matmul opens with a barrier too).
 // A tile refilled after the step's last matmul keeps the step's last barrier
 // (the KDA chain at vblock v32: its `kd` has one buffer).
 // RUN: env CAKE_TRACE_PLAN=1 %cakec %s --emit=mlir --arch=sm_90a -j1 2>&1 >/dev/null | awk '/^plan of kernel/ {k = $4} / as / {print k, $0}' | FileCheck %s --check-prefix=PLAN
@@ -40,6 +44,7 @@ sequence T, docs N, chunk C
 in  w, qg, kd : bf16[T, H, K]
 in  u    : bf16[T, H, 16]
 in  pq   : bf16[T, H, C]
+in  idx  : i32[H]
 in  h0   : f32[N, H, K, 16] optional
 out o, o2 : bf16[T, H, 16]
 out ht   : f32[N, H, K, 16]
@@ -118,6 +123,17 @@ kernel pick over (n in docs, h in H) {
   }
   store st[n, h, :, :] = S
 }
+kernel reload over (n in docs, h in H) per_sm 1 {
+  S = load s0[n, h, :, :] or 0
+  for c in chunks(n) carry S {
+    Sb = S as bf16
+    ub = (load u[c, h, :] - load x[c, h, :] @ Sb) as bf16
+    store o[c, h, :] = (load y[c, h, :] @ Sb + load pq[c, h, :] @ ub) as bf16
+    hh = load idx[h]
+    S = S * 0.5 + load z[c, h, :].T @ ub + load o[c, hh, :] as f32
+  }
+  store st[n, h, :, :] = S
+}
 entry e1 = wide
 entry e2 = narrow
 entry e3 = fits
@@ -125,6 +141,7 @@ entry e4 = staged
 entry e5 = reads
 entry e6 = twice
 entry e7 = pick
+entry e8 = reload
 // the casts (Sb), by kernel
 // PLAN-DAG: wide: {{.*}} as bf16 128x16 6144 B x2
 // PLAN-DAG: narrow: {{.*}} as bf16 128x16 6144 B x1
@@ -138,6 +155,7 @@ entry e7 = pick
 // STEP-NEXT: reads: scan step: 3 barriers
 // STEP-NEXT: twice: scan step: 3 barriers
 // STEP-NEXT: pick: scan step: 4 barriers
+// STEP-NEXT: reload: scan step: 4 barriers
 // what ptxas is asked for: one block per multiprocessor, or two; a scan's
 // copies in the step unrolled, each thread's rows 8 apart (8 x 272 bytes)
 // from one shared offset
