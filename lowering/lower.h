@@ -186,6 +186,8 @@ MlirOperation mma_sync(LK *L, DType dt, MlirValue a[4], MlirValue b[2], MlirValu
 void lower_matmul(LK *L, const CirInst *in);
 const CirInst *operand_source(const CirInst *v, int *trans);
 int operand_needs_stage(LK *L, const CirInst *src);
+/* Does matmul mm, or one summed into its accumulators, stage an operand? */
+int matmul_stages(LK *L, const CirInst *mm);
 
 /* lower_misc.c */
 /* An operand read at random places (solve, decay): from shared memory (its

@@ -28,6 +28,15 @@ int operand_needs_stage(LK *L, const CirInst *src) {
   return !(h->kind == H_SMEM && (h->sdt == DT_BF16 || h->sdt == DT_F16));
 }
 
+int matmul_stages(LK *L, const CirInst *mm) {
+  for (const CirInst *t = mm; t; t = home_of(L, t)->sum_with)
+    for (int w = 0; w < 2; w++) {
+      int tr;
+      if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return 1;
+    }
+  return 0;
+}
+
 typedef struct Operand {
   MlirValue base; /* i32 byte offset in shared memory */
   int stride;     /* elements per row as held */
@@ -218,7 +227,6 @@ void lower_matmul(LK *L, const CirInst *mm) {
   for (const CirInst *t = out->sum_with; t && nterms < 3; t = home_of(L, t)->sum_with) terms_of[nterms++] = t;
   terms_of[nterms++] = mm;
   Term terms[4];
-  int staged = 0;
   for (int t = 0; t < nterms; t++) {
     const CirInst *m = terms_of[t];
     int K = m->args[0]->ty.shape[1];
@@ -231,15 +239,11 @@ void lower_matmul(LK *L, const CirInst *mm) {
     terms[t].dt = m->args[0]->ty.dt;
     terms[t].A = prepare(L, m, 0);
     terms[t].B = prepare(L, m, 1);
-    for (int w = 0; w < 2; w++) {
-      int tr;
-      staged |= operand_needs_stage(L, operand_source(m->args[w], &tr));
-    }
   }
   /* the staged copies are complete, and what came since the last barrier
    * is ordered before this matmul's writes (elided after register work
    * only); not when emit_block found no such need (barrier_free_after) */
-  if (staged || L->unbarriered != mm) mlb_barrier(b);
+  if (L->unbarriered != mm || matmul_stages(L, mm)) mlb_barrier(b);
   L->unbarriered = NULL;
 
   int nw = L->nthreads / 32, m16 = M / 16, n8 = N / 8, wm = 1, wn = 1;

@@ -312,13 +312,10 @@ static void emit_for(LK *L, const CirInst *f) {
   b->no_contract--;
   if (top_orders) mlb_barrier(b);
   MlirValue final_phase = mlb_res(loop.op, 0);
-  for (int i = 0; i < body->len; i++) { /* (their buffer addresses were the body's own values) */
+  /* (their buffer addresses were the body's own values; the shadows are not read after the scan) */
+  for (int i = 0; i < body->len; i++) {
     Home *h = home_of(L, body->insts[i]);
-    if (prefetch_is_due(h, DUE_TOP)) h->dyn = (MlirValue){0};
-  }
-  for (int i = 0; i < body->len; i++) { /* (the shadows are not read after the scan) */
-    Home *h = home_of(L, body->insts[i]);
-    if (h->shadow) h->dyn = (MlirValue){0};
+    if (prefetch_is_due(h, DUE_TOP) || h->shadow) h->dyn = (MlirValue){0};
   }
   /* the scan's results alias the carry buffers holding the last values */
   for (int i = 0; i < body->len; i++) {
@@ -458,31 +455,25 @@ static const CirInst *barrier_free_after(LK *L, const CirBlock *blk, int i) {
   if (j == blk->len) return NULL;
   const CirInst *n = blk->insts[j];
   const Home *nh = home_of(L, n);
-  if (n->op != OP_MATMUL || !nh->epilogue) return NULL;
-  for (const CirInst *t = n; t; t = home_of(L, t)->sum_with)
-    for (int w = 0; w < 2; w++) {
-      int tr;
-      if (operand_needs_stage(L, operand_source(t->args[w], &tr))) return NULL;
-    }
+  if (n->op != OP_MATMUL || !nh->epilogue || matmul_stages(L, n)) return NULL;
   const CirTensor *stored = h->epilogue->tensor;
-  for (int k = first; k < j; k++) /* the scalars in between */
-    if (home_of(L, blk->insts[k])->kind == H_SCALAR && loads_tensor(L, blk->insts[k], stored, 0)) return NULL;
-  if (nh->epilogue->op == OP_STORE)
-    return nh->epilogue->tensor == stored || loads_tensor(L, nh->epilogue->args[0], stored, 0) ||
-                   barrier_free_after(L, blk, j)
-               ? NULL
-               : n;
-  if (loads_tensor(L, nh->epilogue, stored, 0)) return NULL;
+  int to_global = nh->epilogue->op == OP_STORE;
+  /* what n writes in shared memory: a carry in place and its cast (none when it stores) */
   const CirInst *c = nh->epilogue_carry, *x = nh->epilogue_shadow;
-  if (!c || store_reads(L, mm, h->epilogue, c)) return NULL;
-  if (x && home_of(L, x)->nbufs != 2 && store_reads(L, mm, h->epilogue, x)) return NULL;
+  if (to_global) {
+    if (nh->epilogue->tensor == stored || loads_tensor(L, nh->epilogue->args[0], stored, 0)) return NULL;
+  } else {
+    if (!c || loads_tensor(L, nh->epilogue, stored, 0) || store_reads(L, mm, h->epilogue, c)) return NULL;
+    if (x && home_of(L, x)->nbufs != 2 && store_reads(L, mm, h->epilogue, x)) return NULL;
+  }
   for (int k = first; k < j; k++) { /* the scalars in between */
     const CirInst *s = blk->insts[k];
     if (home_of(L, s)->kind != H_SCALAR) continue;
-    for (int a = 0; a < s->nargs; a++)
+    if (loads_tensor(L, s, stored, 0)) return NULL;
+    for (int a = 0; a < s->nargs && !to_global; a++)
       if (fused_reads(L, s->args[a], c) || (x && fused_reads(L, s->args[a], x))) return NULL;
   }
-  return n;
+  return to_global && barrier_free_after(L, blk, j) ? NULL : n;
 }
 
 static void emit_block(LK *L, const CirBlock *blk) {

@@ -114,11 +114,11 @@ void mlb_if_end(Mlb *b, MlbIf *f, int n, const MlirValue *yield);
 /* gpu */
 MlirValue mlb_thread_id(Mlb *b);          /* i32 */
 MlirValue mlb_block_id(Mlb *b, int dim);  /* i32; dim 0, 1, 2 = x, y, z */
-void mlb_barrier(Mlb *b);
+void mlb_barrier(Mlb *b); /* a block barrier; none when one precedes it with nothing between that matters */
 /* Remove the last barrier when nothing but register arithmetic and table
  * loads followed it in this block (no asynchronous copy either: its buffer
  * was freed by the barrier) and the caller knows that a later barrier orders
  * the same; 1 if it did. */
-int mlb_drop_barrier(Mlb *b); /* a block barrier; none when one precedes it with nothing between that matters */
+int mlb_drop_barrier(Mlb *b);
 
 #endif
