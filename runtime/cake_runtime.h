@@ -204,7 +204,7 @@ cake_status cake_plan_set_param(cake_plan *plan, const char *name, double value)
  * manifest) over the dims, with the documents counted, and the parameters
  * (set, else their defaults; f32 ones as f32): the first one broken is
  * CAKE_ERR_PLAN, "dims break 'HV % H == 0' (attn.cake:9:9): HV = 3,
- * H = 2" or "the parameters break 'lower_bound < 0' (kda_fwd.cake:56:11):
+ * H = 2" or "the parameters break 'lower_bound < 0' (kda_fwd.cake:58:11):
  * lower_bound = 0.5" (a division or remainder by zero in it makes it false:
  * "..., H = 0 (a remainder by zero)"). Finalizing again also makes the next
  * launch write the chunk tables again (see cake_launch). A context-parallel
