@@ -65,7 +65,7 @@ def choose(cake, args, variant, T, H, cu, sms):
     clause (16 columns per chain block when blocks of 32 would not keep two per multiprocessor busy)."""
     tf = {True: 'true', False: 'false'}
     opts = f"qk_norm={tf[VARIANTS[variant]['qk_norm']]},beta_logits=false"
-    if args.vblock:
+    if args.vblock != '0':
         opts += f",vblock=v{args.vblock}"
     return cake.choose(PROGRAM, opts, dict(T=T, H=H), len(cu) - 1 if cu else 0, sms)
 
@@ -202,7 +202,7 @@ def main():
     ap.add_argument('--shapes', default='b,c,a,d', help=','.join(SHAPES))
     ap.add_argument('--variants', default='layer', help=','.join(VARIANTS))
     ap.add_argument('--no-fla', action='store_true', help='Cake only')
-    ap.add_argument('--vblock', type=int, default=0, choices=(0, 16, 32), help='0: chosen from the problem')
+    ap.add_argument('--vblock', default='0', choices=('0', '16', '16x1', '32'), help='0: chosen from the problem')
     ap.add_argument('--warmup', type=int, default=50, help='do_bench warmup, ms')
     ap.add_argument('--rep', type=int, default=300, help='do_bench repetition time, ms')
     ap.add_argument('--deadline', type=float, default=400.0,

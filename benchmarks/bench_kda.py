@@ -42,7 +42,7 @@ def choose(cake, args, variant, T, H, cu, sms=0):
     """The kda_fwd variant: vblock forced by --vblock, else the runtime's choice from the spec's
     prefer clause; sms 0: $CAKE_DEVICE_SMS, the current GPU's, or 132."""
     opts = OPTIONS[variant]
-    if args.vblock:
+    if args.vblock != '0':
         opts += f',vblock=v{args.vblock}'
     return cake.choose(PROGRAM, opts, dict(T=T, H=H, HV=H), len(cu) - 1 if cu else 0, sms)
 
@@ -84,7 +84,7 @@ def main():
     ap.add_argument('--variants', default='layer,safe')
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
-    ap.add_argument('--vblock', type=int, default=0, choices=(0, 16, 32), help='0: chosen from the problem')
+    ap.add_argument('--vblock', default='0', choices=('0', '16', '16x1', '32'), help='0: chosen from the problem')
     ap.add_argument('--dump', default='', help="save Cake's output of each case here (o_<variant>_<shape>.pt), to compare builds")
     ap.add_argument('--compare', default='',
                     help="compare Cake's output of each case bit for bit with the one saved in this folder by --dump")
