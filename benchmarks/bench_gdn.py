@@ -202,7 +202,7 @@ def main():
     ap.add_argument('--shapes', default='b,c,a,d', help=','.join(SHAPES))
     ap.add_argument('--variants', default='layer', help=','.join(VARIANTS))
     ap.add_argument('--no-fla', action='store_true', help='Cake only')
-    ap.add_argument('--vblock', default='0', choices=('0', '16', '16x1', '32'), help='0: chosen from the problem')
+    ap.add_argument('--vblock', default='0', help='the vblock option without its v (16, 16x1, 32, ...); 0: the runtime chooses')
     ap.add_argument('--warmup', type=int, default=50, help='do_bench warmup, ms')
     ap.add_argument('--rep', type=int, default=300, help='do_bench repetition time, ms')
     ap.add_argument('--deadline', type=float, default=400.0,

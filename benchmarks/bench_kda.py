@@ -84,7 +84,7 @@ def main():
     ap.add_argument('--variants', default='layer,safe')
     ap.add_argument('--no-fla', action='store_true')
     ap.add_argument('--rep', type=int, default=300)
-    ap.add_argument('--vblock', default='0', choices=('0', '16', '16x1', '32'), help='0: chosen from the problem')
+    ap.add_argument('--vblock', default='0', help='the vblock option without its v (16, 16x1, 32, ...); 0: the runtime chooses')
     ap.add_argument('--dump', default='', help="save Cake's output of each case here (o_<variant>_<shape>.pt), to compare builds")
     ap.add_argument('--compare', default='',
                     help="compare Cake's output of each case bit for bit with the one saved in this folder by --dump")
