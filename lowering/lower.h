@@ -161,7 +161,12 @@ void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 void emit_store(LK *L, const CirInst *st);
 /* The elements (r, c .. c + W - 1) of a store, as part of a matmul's epilogue. */
 void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W);
-/* The elements (r, c .. c + W - 1) of v, computed from its operands, written to a shared tile. */
+/* The same in two halves, so that an epilogue issues all of its loads before its first write:
+ * the values of a store at (r, c ..), then their writing */
+Vals store_value_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W);
+void store_vals_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, Vals x);
+/* The elements (r, c .. c + W - 1) of v, computed from its operands (eval_own), written to a shared tile. */
+Vals eval_own(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W);
 void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W);
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 /* split: the window's starts apart from the rest (a prefetch repeated every step; see window_addr) */

@@ -314,45 +314,67 @@ void lower_matmul(LK *L, const CirInst *mm) {
           for (int i = 0; i < nacc; i++)
             init[set * nacc + i] = mlb_bin(b, "arith.addf", init[set * nacc + i], init[(set + w) * nacc + i]);
       MlirValue *res = init;
-      /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below */
+      /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below.
+       * The epilogue computes every value of the pass (issuing all of its
+       * loads: a carry's old value, the operands of a fused expression)
+       * before it writes the first: written in turn, each load would wait
+       * behind the last one's store (shared memory, possibly the same) */
+      enum { NFRAG = MMA_TILES_PER_PASS * 2 };
+      MlirValue rows[NFRAG], cols[NFRAG];
+      Vals vals[NFRAG], shadow_vals[NFRAG];
+      int nf = 0;
       for (int i = 0; i < mtp; i++)
         for (int j = 0; j < ntp; j++) {
           MlirValue m0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wr, mt), pm + i), 16);
           MlirValue n0 = mlb_mul_c(b, mlb_add_c(b, mlb_mul_c(b, wc, nt), pn + j), 8);
           MlirValue col = mlb_add(b, n0, mlb_mul_c(b, t4, 2));
-          for (int half = 0; half < 2; half++) {
+          for (int half = 0; half < 2; half++, nf++) {
             MlirValue row = mlb_add_c(b, mlb_add(b, m0, g), half * 8);
             Vals x = {.n = 2};
             x.v[0] = res[(i * ntp + j) * 4 + half * 2];
             x.v[1] = res[(i * ntp + j) * 4 + half * 2 + 1];
-            if (out->epilogue) { /* straight to the consumer */
-              const CirInst *t = out->epilogue;
-              /* the accumulators hold the matmul, or the sum of matmuls it heads */
-              L->acc = (AccCtx){out->sum_node ? out->sum_node : mm, {x.v[0], x.v[1]}, 2};
-              if (t->op == OP_STORE) {
-                emit_store_at(L, t, row, col, 2);
-              } else if (out->epilogue_carry) { /* the carry's new value, in place */
-                Home *ch = home_of(L, out->epilogue_carry);
-                Vals nv = eval(L, t, row, col, 2);
-                smem_store_vals(L, mlb_i32(b, ch->offset), ch->sdt, ch->stride, row, col, nv);
-                if (out->epilogue_shadow) { /* and its cast, from the same values */
-                  Home *xh = home_of(L, out->epilogue_shadow);
-                  L->acc = (AccCtx){out->epilogue_carry, {nv.v[0], nv.v[1]}, 2};
-                  /* two buffers: the next step's is the one this step does not read */
-                  MlirValue xb = mlb_i32(b, xh->offset);
-                  if (xh->nbufs == 2) xb = mlb_bin(b, "arith.subi", mlb_i32(b, 2 * xh->offset + xh->bytes), xh->dyn);
-                  materialize_at(L, out->epilogue_shadow, xb, xh->sdt, xh->stride, row, col, 2);
-                }
-              } else {
-                Home *th = home_of(L, t);
-                materialize_at(L, t, mlb_i32(b, th->offset), th->sdt, th->stride, row, col, 2);
+            rows[nf] = row;
+            cols[nf] = col;
+            vals[nf] = x;
+            const CirInst *t = out->epilogue;
+            if (!t) continue; /* the accumulators themselves */
+            /* the accumulators hold the matmul, or the sum of matmuls it heads */
+            L->acc = (AccCtx){out->sum_node ? out->sum_node : mm, {x.v[0], x.v[1]}, 2};
+            if (t->op == OP_STORE) { /* straight to the consumer */
+              vals[nf] = store_value_at(L, t, row, col, 2);
+            } else if (out->epilogue_carry) { /* the carry's new value, in place */
+              vals[nf] = eval(L, t, row, col, 2);
+              if (out->epilogue_shadow) { /* and its cast, from the same values */
+                L->acc = (AccCtx){out->epilogue_carry, {vals[nf].v[0], vals[nf].v[1]}, 2};
+                shadow_vals[nf] = eval_own(L, out->epilogue_shadow, row, col, 2);
               }
-              L->acc = (AccCtx){0};
             } else {
-              smem_store_vals(L, out_base, DT_F32, out->stride, row, col, x);
+              vals[nf] = eval_own(L, t, row, col, 2);
             }
+            L->acc = (AccCtx){0};
           }
         }
+      for (int f = 0; f < nf; f++) {
+        const CirInst *t = out->epilogue;
+        if (!t) {
+          smem_store_vals(L, out_base, DT_F32, out->stride, rows[f], cols[f], vals[f]);
+        } else if (t->op == OP_STORE) {
+          store_vals_at(L, t, rows[f], cols[f], vals[f]);
+        } else if (out->epilogue_carry) {
+          Home *ch = home_of(L, out->epilogue_carry);
+          smem_store_vals(L, mlb_i32(b, ch->offset), ch->sdt, ch->stride, rows[f], cols[f], vals[f]);
+          if (out->epilogue_shadow) {
+            Home *xh = home_of(L, out->epilogue_shadow);
+            /* two buffers: the next step's is the one this step does not read */
+            MlirValue xb = mlb_i32(b, xh->offset);
+            if (xh->nbufs == 2) xb = mlb_bin(b, "arith.subi", mlb_i32(b, 2 * xh->offset + xh->bytes), xh->dyn);
+            smem_store_vals(L, xb, xh->sdt == DT_BOOL ? DT_I32 : xh->sdt, xh->stride, rows[f], cols[f], shadow_vals[f]);
+          }
+        } else {
+          Home *th = home_of(L, t);
+          smem_store_vals(L, mlb_i32(b, th->offset), th->sdt == DT_BOOL ? DT_I32 : th->sdt, th->stride, rows[f], cols[f], vals[f]);
+        }
+      }
     }
   mlb_if_else(b, &guard, 0, NULL);
   mlb_if_end(b, &guard, 0, NULL);

@@ -736,14 +736,19 @@ void materialize_to(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 /* ------------------------------------------------------------------ */
 /* stores                                                              */
 
-static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, void *ctx) {
+/* The values a store writes at (r, c .. c + W - 1): its operand, computed. */
+Vals store_value_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W) {
+  DType want = st->tensor->dtype == DT_I32 ? DT_I32 : DT_F32;
+  return operand(L, st->args[0], st->ty, r, c, W, want);
+}
+
+/* Write x, the values of a store at (r, c ..), to its window (rows out of range skipped). */
+void store_vals_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, Vals x) {
   Mlb *b = &L->b;
   const CirTensor *t = st->tensor;
-  DType want = t->dtype == DT_I32 ? DT_I32 : DT_F32;
-  Vals x = operand(L, st->args[0], st->ty, r, c, W, want);
   int eb = dtype_bytes(t->dtype);
   WinPiece pieces[MAX_W];
-  int np = window_pieces(L, st, r, c, W, pieces);
+  int np = window_pieces(L, st, r, c, x.n, pieces);
   for (int k = 0; k < np; k++) {
     const WinPiece *p = &pieces[k];
     MlirValue val;
@@ -765,10 +770,17 @@ static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, 
   }
 }
 
+static void store_fn(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W, void *ctx) {
+  (void)ctx;
+  store_vals_at(L, st, r, c, store_value_at(L, st, r, c, W));
+}
+
 void emit_store_at(LK *L, const CirInst *st, MlirValue r, MlirValue c, int W) { store_fn(L, st, r, c, W, NULL); }
 
+Vals eval_own(LK *L, const CirInst *v, MlirValue r, MlirValue c, int W) { return eval_fused(L, v, r, c, W); }
+
 void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stride, MlirValue r, MlirValue c, int W) {
-  smem_store_vals(L, base, sdt == DT_BOOL ? DT_I32 : sdt, stride, r, c, eval_fused(L, v, r, c, W));
+  smem_store_vals(L, base, sdt == DT_BOOL ? DT_I32 : sdt, stride, r, c, eval_own(L, v, r, c, W));
 }
 
 void emit_store(LK *L, const CirInst *st) {
