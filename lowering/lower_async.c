@@ -61,7 +61,7 @@ int async_candidate(LK *L, const CirInst *in) {
 
 typedef struct CopyCtx {
   const CirInst *in;
-  MlirValue dst_base, base;
+  MlirValue dst_base;
   int eb, per, ppr, R;
 } CopyCtx;
 
@@ -73,10 +73,9 @@ static void copy_at(LK *L, const CopyCtx *x, MlirValue r, MlirValue c, MlirValue
   /* a prefetch is issued every step: its coordinates' part is computed once */
   MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, h->async_mode == ASYNC_PREFETCH || home_in_scan(h), &valid);
   MlirValue size = mlb_i32(b, 16);
-  if (!mlirValueIsNull(valid)) {
-    src = mlb_select(b, valid, src, x->base); /* an address that exists; nothing is read from it */
-    size = mlb_select(b, valid, size, mlb_i32(b, 0));
-  }
+  /* a row out of range copies 0 bytes of the source (nothing is read from
+   * its address, whatever it is) and zero-fills the 16 */
+  if (!mlirValueIsNull(valid)) size = mlb_select(b, valid, size, mlb_i32(b, 0));
   MlirValue dst = smem_ptr(L, dst_off);
   MlirNamedAttribute na[2] = {
       mlb_named(b, "size", mlirIntegerAttrGet(b->i32, 16)),
@@ -99,7 +98,7 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
 void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
   const CirTensor *t = in->tensor;
   int eb = dtype_bytes(t->dtype), per = 16 / eb;
-  CopyCtx x = {in, dst_base, L->args[abi_find(L->abi, ARG_TENSOR, t, 0)], eb, per, cols_of(in->ty) / per,
+  CopyCtx x = {in, dst_base, eb, per, cols_of(in->ty) / per,
                rows_of(in->ty)};
   int NT = L->nthreads, total = x.R * x.ppr;
   Home *h = home_of(L, in);

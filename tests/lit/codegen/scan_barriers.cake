@@ -158,16 +158,16 @@ entry e8 = reload
 // STEP-NEXT: reload: scan step: 4 barriers
 // what ptxas is asked for: one block per multiprocessor, or two; a scan's
 // copies in the step unrolled, each thread's rows 8 apart (8 x 272 bytes)
-// from one shared offset
+// from one shared offset; a row past the document's end copies 0 bytes of
+// its (unclamped) source address
 // PTX-LABEL: .entry wide_
 // PTX: .minnctapersm 1
 // PTX: cp.async.wait_group 0
 // PTX: cp.async.cg.shared.global [%rd[[R:[0-9]+]]+2176], [%rd{{[0-9]+}}], 16
 // PTX-NEXT: add.s32
 // PTX-NEXT: setp.lt.s32
-// PTX-NEXT: add.s64
-// PTX-NEXT: selp.b64
-// PTX-NEXT: selp.b32
-// PTX-NEXT: cp.async.cg.shared.global [%rd[[R]]+4352]
+// PTX-NEXT: add.s64 %rd[[S:[0-9]+]],
+// PTX-NEXT: selp.b32 %r[[N:[0-9]+]], 16, 0,
+// PTX-NEXT: cp.async.cg.shared.global [%rd[[R]]+4352], [%rd[[S]]], 16, %r[[N]];
 // PTX-LABEL: .entry narrow_
 // PTX: .minnctapersm 2
