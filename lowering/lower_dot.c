@@ -217,6 +217,15 @@ static void mma_step(LK *L, const Pass *p, const Term *tm, MlirValue k0, MlirVal
     }
 }
 
+/* Is mm a statement of the scan step being emitted (not in a block within it,
+ * where it might run more than once, or not at all)? */
+static int in_scan_step(LK *L, const CirInst *mm) {
+  const CirBlock *body = L->scan_body;
+  for (int i = 0; body && i < body->len; i++)
+    if (body->insts[i] == mm) return 1;
+  return 0;
+}
+
 void lower_matmul(LK *L, const CirInst *mm) {
   Mlb *b = &L->b;
   Home *out = home_of(L, mm);
@@ -267,9 +276,10 @@ void lower_matmul(LK *L, const CirInst *mm) {
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
   MlirValue wr = mlb_bin(b, "arith.remui", warp, mlb_i32(b, wm));
   MlirValue wc = mlb_bin(b, "arith.divui", warp, mlb_i32(b, wm));
-  MlirValue active = mlb_cmpi(b, "ult", warp, mlb_i32(b, wm * wn));
+  /* warps without tiles skip the matmul */
+  int all_warps = wm * wn == nw;
   MlbIf guard;
-  mlb_if_begin(b, &guard, active, 0, NULL);
+  if (!all_warps) mlb_if_begin(b, &guard, mlb_cmpi(b, "ult", warp, mlb_i32(b, wm * wn)), 0, NULL);
   MlirValue out_base = out->epilogue ? mlb_i32(b, 0) : mlb_i32(b, out->offset);
   MlirValue g = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 4));
   MlirValue t4 = mlb_bin(b, "arith.remui", lane, mlb_i32(b, 4));
@@ -314,6 +324,10 @@ void lower_matmul(LK *L, const CirInst *mm) {
           for (int i = 0; i < nacc; i++)
             init[set * nacc + i] = mlb_bin(b, "arith.addf", init[set * nacc + i], init[(set + w) * nacc + i]);
       MlirValue *res = init;
+      /* what the walker left for the first matmul (a scan step's copies
+       * for the next step) goes out behind the first pass's mma: issued by
+       * every thread, so not where some warps skip the matmul */
+      if (all_warps && L->behind_mma && in_scan_step(L, mm)) L->behind_mma(L);
       /* c0, c1 at (m0 + g, n0 + 2 t4 + {0, 1}); c2, c3 eight rows below.
        * The epilogue computes every value of the pass (issuing all of its
        * loads: a carry's old value, the operands of a fused expression)
@@ -376,6 +390,8 @@ void lower_matmul(LK *L, const CirInst *mm) {
         }
       }
     }
-  mlb_if_else(b, &guard, 0, NULL);
-  mlb_if_end(b, &guard, 0, NULL);
+  if (!all_warps) {
+    mlb_if_else(b, &guard, 0, NULL);
+    mlb_if_end(b, &guard, 0, NULL);
+  }
 }

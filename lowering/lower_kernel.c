@@ -110,7 +110,9 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
   ch->scalar = chunk;
   ch->emitted = 1;
   if (cv->op == OP_CHUNKVAR) {
-    if (L->scan_next_rows.set && mlirValueEqual(chunk, L->scan_next)) L->chunks[cv->id] = L->scan_next_rows;
+    /* (scan_next is scan_ahead wherever a refill is issued: on every step but the last) */
+    if (L->scan_next_rows.set && (mlirValueEqual(chunk, L->scan_next) || mlirValueEqual(chunk, L->scan_ahead)))
+      L->chunks[cv->id] = L->scan_next_rows;
     else load_chunk(L, cv, chunk);
   }
   int *unemitted = cake_xcalloc((size_t)body->len + 1, sizeof(int));
@@ -134,6 +136,16 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
   free(unemitted);
   *ch = saved_home;
   L->chunks[cv->id] = saved;
+}
+
+/* The scan step's copies for the next step into the second buffers, when
+ * still pending (L->behind_mma, or the step's end). */
+static void issue_ahead(LK *L) {
+  if (!L->scan_ahead_pending) return;
+  L->scan_ahead_pending = 0;
+  L->behind_mma = NULL;
+  emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_ahead, DUE_TOP, L->scan_other);
+  async_commit(L);
 }
 
 /* After the last read of some prefetched tiles: their next chunk's copy. */
@@ -233,6 +245,7 @@ static void emit_for(LK *L, const CirInst *f) {
   MlirValue chunk = f->reverse ? mlb_bin(b, "arith.subi", mlb_bin(b, "arith.subi", hi, one), step)
                                : mlb_add(b, lo, step);
   MlirValue other = mlb_bin(b, "arith.subi", one, phase);
+  int ahead_copies = 0;
   if (prefetch) {
     /* this chunk's tiles have landed; the next chunk's are issued as their
      * buffers are read for the last time (emit_refill) */
@@ -245,7 +258,8 @@ static void emit_for(LK *L, const CirInst *f) {
        * the wait so that the read's latency hides behind it (the last step
        * reads its own row: a row that exists) */
       ChunkInfo saved = L->chunks[cv->id];
-      load_chunk(L, cv, mlb_select(b, L->scan_has_next, L->scan_next, chunk));
+      L->scan_ahead = mlb_select(b, L->scan_has_next, L->scan_next, chunk);
+      load_chunk(L, cv, L->scan_ahead);
       L->scan_next_rows = L->chunks[cv->id];
       L->chunks[cv->id] = saved;
     }
@@ -257,7 +271,18 @@ static void emit_for(LK *L, const CirInst *f) {
       Home *h = home_of(L, body->insts[i]);
       if (prefetch_is_due(h, DUE_TOP)) h->dyn = carry_addr(L, h, phase);
     }
-    if (prefetch_due(L, body, DUE_TOP)) {
+    if (prefetch_due(L, body, DUE_TOP) && cv && cv->op == OP_CHUNKVAR) {
+      /* The copies into the second buffers: left to the step's first
+       * matmul, which issues them behind its mma (the step's critical path
+       * until then), or else to the end of the step. Every step issues
+       * them, the last one copying its own chunk again into buffers no
+       * step reads any more (waited for after the loop): no branch, so
+       * ptxas may place them among the mma */
+      L->scan_ahead_pending = 1;
+      L->scan_other = other;
+      L->behind_mma = issue_ahead;
+      ahead_copies = 1;
+    } else if (prefetch_due(L, body, DUE_TOP)) {
       MlbIf more;
       mlb_if_begin(b, &more, L->scan_has_next, 0, NULL);
       emit_prefetch(L, body, cv, L->scan_next, DUE_TOP, other);
@@ -291,6 +316,7 @@ static void emit_for(LK *L, const CirInst *f) {
     }
   }
   emit_block(L, body);
+  issue_ahead(L); /* (no matmul issued them) */
   CAKE_ASSERT(yield);
   lk_set_loc(L, yield);
   for (int i = 0; i < body->len; i++) {
@@ -309,8 +335,10 @@ static void emit_for(LK *L, const CirInst *f) {
   L->scan_body = NULL;
   L->scan_next_rows = (ChunkInfo){0};
   mlb_for_end(b, &loop, 1, &other);
+  /* the last step's copies, landed in every thread before the space is reused */
+  if (ahead_copies) async_wait(L, 0);
   b->no_contract--;
-  if (top_orders) mlb_barrier(b);
+  if (top_orders || ahead_copies) mlb_barrier(b);
   MlirValue final_phase = mlb_res(loop.op, 0);
   /* (their buffer addresses were the body's own values; the shadows are not read after the scan) */
   for (int i = 0; i < body->len; i++) {

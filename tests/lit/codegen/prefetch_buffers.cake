@@ -33,8 +33,11 @@ entry fwd = k
 // CHECK: scf.for
 // CHECK: nvvm.cp.async.wait.group 0
 // CHECK-NEXT: gpu.barrier
-// x for the next chunk, into the other buffer, before this chunk's work
-// CHECK: scf.if
+// x for the next chunk, into the other buffer: behind the first pass of the
+// step's first matmul (x.T @ x, two passes), on every step (no branch)
+// CHECK-NOT: scf.if
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: scf.if
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: nvvm.mma.sync
@@ -43,3 +46,6 @@ entry fwd = k
 // CHECK: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.yield
+// the last step's copies of x have landed before the space is reused
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: gpu.barrier
