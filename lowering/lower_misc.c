@@ -308,17 +308,18 @@ void lower_solve(LK *L, const CirInst *in) {
       MlirValue dot_step = mlb_i32(b, 8);
       mlb_for_begin(b, &dot, dot_lo, dot_hi, dot_step, 1, &init);
       {
-        MlirValue ms[8], u1[8], u2[8];
+        MlirValue ms[8], u2[8];
+        /* the row's 8 terms in one read (32-byte aligned: lo0, hi0 and the
+         * turn's first term are multiples of 8), the column's one by one */
+        Vals u1 = phase == 0 ? view_vals(L, &A, row, mlb_add(b, lo0, dot.iv), 8)
+                             : smem_load_vals(L, Tb, DT_F32, h->stride, row, mlb_add(b, hi0, dot.iv), 8);
         for (int u = 0; u < 8; u++) {
           ms[u] = u ? mlb_add(b, dot.iv, mlb_i32(b, u)) : dot.iv;
           if (phase == 0) {
             MlirValue m = mlb_add(b, lo0, ms[u]);
-            u1[u] = view_get(L, &A, row, m);
             MlirValue tc = mlb_add(b, lo0, c);
             u2[u] = TGET(m, tc);
           } else {
-            MlirValue m = mlb_add(b, hi0, ms[u]);
-            u1[u] = TGET(row, m);
             MlirValue xm = mlb_add(b, mlb_mul_c(b, p, s), ms[u]);
             u2[u] = smem_load_vals(L, Xb, DT_F32, xs, xm, c, 1).v[0];
           }
@@ -326,7 +327,7 @@ void lower_solve(LK *L, const CirInst *in) {
         MlirValue acc = dot.iter[0];
         for (int u = 0; u < 8; u++) {
           MlirValue keep = phase == 0 ? mlb_cmpi(b, "sge", ms[u], c) : mlb_cmpi(b, "slt", ms[u], r);
-          MlirValue prod = mlb_bin(b, "arith.mulf", u1[u], u2[u]);
+          MlirValue prod = mlb_bin(b, "arith.mulf", u1.v[u], u2[u]);
           MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
           acc = mlb_select(b, keep, sum, acc);
         }
