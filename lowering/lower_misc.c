@@ -189,6 +189,44 @@ void solve_x_shape(int n, int *rows, int *cols) {
   }
 }
 
+/* One turn of a merge's dot product (lower_solve, step 2): the 8 terms
+ * from m0, added to acc in order; masked: the terms outside the triangle
+ * (phase 0: m < c; phase 1: m >= r) are skipped. */
+typedef struct MergeTurn {
+  int phase;
+  const View *A;
+  MlirValue Tb, Xb;
+  int tstride, xstride;
+  MlirValue lo0, hi0, xrow0, row, c, r;
+} MergeTurn;
+
+static MlirValue merge_turn(LK *L, const MergeTurn *t, MlirValue m0, MlirValue acc, int masked) {
+  Mlb *b = &L->b;
+  MlirValue ms[8], u2[8];
+  /* the row's 8 terms in one read (32-byte aligned: lo0, hi0 and the
+   * turn's first term are multiples of 8), the column's one by one */
+  Vals u1 = t->phase == 0 ? view_vals(L, t->A, t->row, mlb_add(b, t->lo0, m0), 8)
+                          : smem_load_vals(L, t->Tb, DT_F32, t->tstride, t->row, mlb_add(b, t->hi0, m0), 8);
+  for (int u = 0; u < 8; u++) {
+    ms[u] = u ? mlb_add(b, m0, mlb_i32(b, u)) : m0;
+    if (t->phase == 0) /* T[lo0 + m, lo0 + c] */
+      u2[u] = smem_load_vals(L, t->Tb, DT_F32, t->tstride, mlb_add(b, t->lo0, ms[u]), mlb_add(b, t->lo0, t->c), 1).v[0];
+    else /* X[p s + m, c] */
+      u2[u] = smem_load_vals(L, t->Xb, DT_F32, t->xstride, mlb_add(b, t->xrow0, ms[u]), t->c, 1).v[0];
+  }
+  for (int u = 0; u < 8; u++) {
+    MlirValue prod = mlb_bin(b, "arith.mulf", u1.v[u], u2[u]);
+    MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
+    if (!masked) {
+      acc = sum;
+      continue;
+    }
+    MlirValue keep = t->phase == 0 ? mlb_cmpi(b, "sge", ms[u], t->c) : mlb_cmpi(b, "slt", ms[u], t->r);
+    acc = mlb_select(b, keep, sum, acc);
+  }
+  return acc;
+}
+
 void lower_solve(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   Home *h = home_of(L, in);
@@ -302,38 +340,27 @@ void lower_solve(LK *L, const CirInst *in) {
         dot_hi = mlb_bin_c(b, "arith.andi", mlb_add_c(b, mlb_mul_c(b, rg, 4), 11), ~7); /* past the group's rows */
         init = smem_load_vals(L, Xb, DT_F32, xs, xrow, c, 1).v[0];
       }
-      /* 8 terms a turn, read first, then summed in order (terms outside
-       * the triangle skipped) */
+      /* 8 terms a turn, read first, then summed in order. Only one turn
+       * holds terms outside the triangle, to be skipped: the first (phase
+       * 0: m >= c, and c is in the turn at cg 8) or the last (phase 1: m <
+       * r, and r's group of 4 rows ends in it); the others keep all 8 */
+      MergeTurn mt = {phase, &A, Tb, Xb, h->stride, xs, lo0, hi0, mlb_mul_c(b, p, s), row, c, r};
+      MlirValue res;
       MlbFor dot;
       MlirValue dot_step = mlb_i32(b, 8);
-      mlb_for_begin(b, &dot, dot_lo, dot_hi, dot_step, 1, &init);
-      {
-        MlirValue ms[8], u2[8];
-        /* the row's 8 terms in one read (32-byte aligned: lo0, hi0 and the
-         * turn's first term are multiples of 8), the column's one by one */
-        Vals u1 = phase == 0 ? view_vals(L, &A, row, mlb_add(b, lo0, dot.iv), 8)
-                             : smem_load_vals(L, Tb, DT_F32, h->stride, row, mlb_add(b, hi0, dot.iv), 8);
-        for (int u = 0; u < 8; u++) {
-          ms[u] = u ? mlb_add(b, dot.iv, mlb_i32(b, u)) : dot.iv;
-          if (phase == 0) {
-            MlirValue m = mlb_add(b, lo0, ms[u]);
-            MlirValue tc = mlb_add(b, lo0, c);
-            u2[u] = TGET(m, tc);
-          } else {
-            MlirValue xm = mlb_add(b, mlb_mul_c(b, p, s), ms[u]);
-            u2[u] = smem_load_vals(L, Xb, DT_F32, xs, xm, c, 1).v[0];
-          }
-        }
-        MlirValue acc = dot.iter[0];
-        for (int u = 0; u < 8; u++) {
-          MlirValue keep = phase == 0 ? mlb_cmpi(b, "sge", ms[u], c) : mlb_cmpi(b, "slt", ms[u], r);
-          MlirValue prod = mlb_bin(b, "arith.mulf", u1.v[u], u2[u]);
-          MlirValue sum = mlb_bin(b, "arith.addf", acc, prod);
-          acc = mlb_select(b, keep, sum, acc);
-        }
+      if (phase == 0) {
+        MlirValue acc = merge_turn(L, &mt, dot_lo, init, 1);
+        mlb_for_begin(b, &dot, mlb_add_c(b, dot_lo, 8), dot_hi, dot_step, 1, &acc);
+        acc = merge_turn(L, &mt, dot.iv, dot.iter[0], 0);
         mlb_for_end(b, &dot, 1, &acc);
+        res = mlb_res(dot.op, 0);
+      } else {
+        MlirValue last = mlb_add_c(b, dot_hi, -8);
+        mlb_for_begin(b, &dot, dot_lo, last, dot_step, 1, &init);
+        MlirValue acc = merge_turn(L, &mt, dot.iv, dot.iter[0], 0);
+        mlb_for_end(b, &dot, 1, &acc);
+        res = merge_turn(L, &mt, last, mlb_res(dot.op, 0), 1);
       }
-      MlirValue res = mlb_res(dot.op, 0);
       if (phase == 0) {
         PUT(Xb, xs, xrow, c, res);
       } else {
