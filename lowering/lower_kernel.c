@@ -144,8 +144,10 @@ static void issue_ahead(LK *L) {
   if (!L->scan_ahead_pending) return;
   L->scan_ahead_pending = 0;
   L->behind_mma = NULL;
+  MlirLocation at = L->b.loc; /* (the copies carry their loads' lines; what follows, its own) */
   emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_ahead, DUE_TOP, L->scan_other);
   async_commit(L);
+  L->b.loc = at;
 }
 
 /* After the last read of some prefetched tiles: their next chunk's copy. */

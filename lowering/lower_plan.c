@@ -830,8 +830,9 @@ static int cmp_refill(const void *x, const void *y) {
 
 /* A prefetched tile has one buffer, refilled for the next step after its
  * last read: a tile read late in the step gets its copy late, and the next
- * step waits for it. With two buffers the copy for step i + 1 is issued at
- * the top of step i (into the buffer step i - 1 read). Tiles get a second
+ * step waits for it. With two buffers the copy for step i + 1 is issued
+ * early in step i (into the buffer step i - 1 read: by the step's first
+ * matmul, behind its mma, else at the step's end). Tiles get a second
  * buffer latest refill first. Then, when every prefetched tile has two, the
  * carries' casts that their matmuls write (plan_shadow): with one buffer
  * that matmul must wait for every reader of the old cast; with two it

@@ -1,7 +1,7 @@
 // Prefetched tiles of a scan get a second buffer, latest refill first, while
 // the blocks per SM that shared memory allows stay what they were: here the
-// small tile x (9 KB) is double-buffered and copied for the next chunk at the
-// top of the step; a second buffer for the large tile y (41 KB) would leave
+// small tile x (9 KB) is double-buffered and copied for the next chunk early
+// in the step (behind the first matmul's mma); a second buffer for the large tile y (41 KB) would leave
 // one block per SM instead of two, so it keeps one buffer, refilled after
 // its last read.
 // RUN: env CAKE_TRACE_PLAN=1 %cakec %s --emit=mlir --arch=sm_90a -j1 2>&1 >/dev/null | FileCheck %s --check-prefix=PLAN
