@@ -209,9 +209,11 @@ static MlirValue merge_turn(LK *L, const MergeTurn *t, MlirValue m0, MlirValue a
                           : smem_load_vals(L, t->Tb, DT_F32, t->tstride, t->row, mlb_add(b, t->hi0, m0), 8);
   for (int u = 0; u < 8; u++) {
     ms[u] = u ? mlb_add(b, m0, mlb_i32(b, u)) : m0;
-    if (t->phase == 0) /* T[lo0 + m, lo0 + c] */
-      u2[u] = smem_load_vals(L, t->Tb, DT_F32, t->tstride, mlb_add(b, t->lo0, ms[u]), mlb_add(b, t->lo0, t->c), 1).v[0];
-    else /* X[p s + m, c] */
+    if (t->phase == 0) { /* T[lo0 + m, lo0 + c] */
+      MlirValue m = mlb_add(b, t->lo0, ms[u]);
+      MlirValue tc = mlb_add(b, t->lo0, t->c);
+      u2[u] = smem_load_vals(L, t->Tb, DT_F32, t->tstride, m, tc, 1).v[0];
+    } else /* X[p s + m, c] */
       u2[u] = smem_load_vals(L, t->Xb, DT_F32, t->xstride, mlb_add(b, t->xrow0, ms[u]), t->c, 1).v[0];
   }
   for (int u = 0; u < 8; u++) {
