@@ -45,11 +45,15 @@ case "${1:-}" in
     cp build/gpu/* .carry/bin/ && cp build/examples/kda_forward build/examples/kda_train_step build/examples/run_first build/examples/kcp_train_step .carry/bin/
     [ -d build/bench ] && cp build/bench/* .carry/bin/ || true
     build/bin/cakec benchmarks/kda_prep_parts.cake --arch=sm_90a -o .carry/parts
+    # the KDA forward with more chain block shapes (benchmarks/chain_blocks.py; layer variant only)
+    python3 benchmarks/chain_blocks.py build/kda_chain_blocks.cake
+    build/bin/cakec build/kda_chain_blocks.cake --arch=sm_90a --option gate=softplus,qk_norm=true,beta_logits=true \
+      -o .carry/chain_blocks
     build/bin/cakec tests/gpu/ops.cake --arch=sm_90a -o .carry/ops/package && cp tests/gpu/ops.cake .carry/ops/
     mkdir -p .carry/lib && cp build/lib/libcakert.so .carry/lib/
     cp scripts/gpu.sh .carry/
-    tar -C .carry -cf - package ops parts | xz -9 -T2 >.carry/packages.tar.xz
-    rm -rf .carry/package .carry/ops .carry/parts
+    tar -C .carry -cf - package ops parts chain_blocks | xz -9 -T2 >.carry/packages.tar.xz
+    rm -rf .carry/package .carry/ops .carry/parts .carry/chain_blocks
     du -sh .carry
     ;;
   run)
