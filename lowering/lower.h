@@ -116,13 +116,10 @@ typedef struct LK {
   MlirValue scan_next, scan_has_next;
   MlirValue scan_ahead; /* scan_next, or on the last step the step's own chunk (a chunk that exists) */
   ChunkInfo scan_next_rows; /* the rows of chunk scan_ahead, read once at the top of each step (set: loaded) */
-  /* the next step's copies into the second buffers, left for the step's
-   * first matmul to issue behind its mma, and the buffer index they go to
-   * (the one the step does not read) */
-  int scan_ahead_pending;
-  MlirValue scan_other;
+  MlirValue scan_other; /* the buffer index the step does not read (where its copies for the next step go) */
   /* Work the kernel's walker hands down to be emitted behind the next
-   * matmul's mma, where nothing waits for it (null: none) */
+   * matmul's mma, where nothing waits for it (null: none; a scan step's
+   * copies for the next step while they are pending) */
   void (*behind_mma)(struct LK *L);
 } LK;
 

@@ -141,8 +141,7 @@ static void emit_prefetch(LK *L, const CirBlock *body, const CirInst *cv, MlirVa
 /* The scan step's copies for the next step into the second buffers, when
  * still pending (L->behind_mma, or the step's end). */
 static void issue_ahead(LK *L) {
-  if (!L->scan_ahead_pending) return;
-  L->scan_ahead_pending = 0;
+  if (!L->behind_mma) return;
   L->behind_mma = NULL;
   MlirLocation at = L->b.loc; /* (the copies carry their loads' lines; what follows, its own) */
   emit_prefetch(L, L->scan_body, L->scan_cv, L->scan_ahead, DUE_TOP, L->scan_other);
@@ -280,7 +279,6 @@ static void emit_for(LK *L, const CirInst *f) {
        * them, the last one copying its own chunk again into buffers no
        * step reads any more (waited for after the loop): no branch, so
        * ptxas may place them among the mma */
-      L->scan_ahead_pending = 1;
       L->scan_other = other;
       L->behind_mma = issue_ahead;
       ahead_copies = 1;

@@ -242,7 +242,6 @@ void lower_solve(LK *L, const CirInst *in) {
   MlirValue Tb = mlb_i32(b, h->offset), Xb = mlb_i32(b, h->stage_off[1]);
   int xs = h->stage_stride[1];
   MlirValue c16 = mlb_i32(b, 16), zero = mlb_f32(b, 0.0), one = mlb_f32(b, 1.0);
-#define TGET(r, c) smem_load_vals(L, Tb, DT_F32, h->stride, (r), (c), 1).v[0]
 #define PUT(base, stride, r, c, x)                               \
   do {                                                           \
     Vals v_ = {.n = 1};                                          \
@@ -372,6 +371,5 @@ void lower_solve(LK *L, const CirInst *in) {
       mlb_for_end(b, &el, 0, NULL);
     }
   }
-#undef TGET
 #undef PUT
 }
