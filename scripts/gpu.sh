@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gpu.sh - the GPU machine workflow in one place.
 #   scripts/gpu.sh prepare    (build machine) build, compile the specs, gather .carry/
+#   scripts/gpu.sh prepare-other REV [NAME]  (build machine, after prepare)
+#                             another revision's packages beside this tree's
 #   .carry/gpu.sh run [ARGS]  (GPU machine)   every GPU test, then a summary table
+#                             (CAKE_PACKAGES=.carry/other/NAME: on that revision's packages)
 #   .carry/gpu.sh unpack      (GPU machine)   unpack the packages (every command does it first)
 #   .carry/gpu.sh sanitize    (GPU machine)   every GPU test under compute-sanitizer's
 #                                             memcheck, racecheck, synccheck and initcheck
@@ -17,21 +20,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${CAKE_OUT:-/tmp/cake-out}"
 
-# the package each GPU test runs on
+# the package each GPU test runs on: this tree's, or another revision's
+# (CAKE_PACKAGES=.carry/other/NAME, from prepare-other)
 package_of() {
+  local d="${CAKE_PACKAGES:-.carry}"
   case "$1" in
-    test_ops) echo .carry/ops/package ;;
-    *) echo .carry/package ;;
+    test_ops) echo "$d/ops/package" ;;
+    *) echo "$d/package" ;;
   esac
 }
 # The packages travel as one xz archive (their kernels are much alike: a
 # fraction of the size); unpacked on the GPU machine on first use.
-unpack() {
-  [ -f .carry/packages.tar.xz ] && [ ! -d .carry/package ] || return 0
-  tar -C .carry -xJf .carry/packages.tar.xz 2>/dev/null ||
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .carry/packages.tar.xz .carry
+untar() { # archive folder
+  tar -C "$2" -xJf "$1" 2>/dev/null ||
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
 }
-[ "${1:-}" = prepare ] || unpack
+unpack() {
+  local a
+  for a in .carry/other/*.tar.xz; do
+    [ -f "$a" ] && [ ! -d "${a%.tar.xz}" ] && untar "$a" .carry/other
+  done
+  [ -f .carry/packages.tar.xz ] && [ ! -d .carry/package ] || return 0
+  untar .carry/packages.tar.xz .carry
+}
+case "${1:-}" in prepare|prepare-other) ;; *) unpack ;; esac
 
 case "${1:-}" in
   prepare)
@@ -55,6 +67,29 @@ case "${1:-}" in
     tar -C .carry -cf - package ops parts chain_blocks | xz -9 -T2 >.carry/packages.tar.xz
     rm -rf .carry/package .carry/ops .carry/parts .carry/chain_blocks
     du -sh .carry
+    ;;
+  prepare-other)
+    # REV's compiler (built in a worktree under build/other/NAME) compiles
+    # the GPU tests' packages and the benchmarked programs for sm_90a into
+    # .carry/other/NAME.tar.xz, to run beside this tree's: the tests with
+    # CAKE_PACKAGES=.carry/other/NAME, a benchmark with --package
+    # .carry/other/NAME/package (and --compare for bitwise equality).
+    [ -d .carry/bin ] || { echo "run scripts/gpu.sh prepare first" >&2; exit 2; }
+    rev="${2:?usage: scripts/gpu.sh prepare-other REV [NAME]}" name="${3:-$2}"
+    wt="build/other/$name"
+    if [ ! -d "$wt/src" ]; then git worktree add --detach "$wt/src" "$rev" >/dev/null
+    else git -C "$wt/src" checkout -q --detach "$rev"; fi
+    cmake -S "$wt/src" -B "$wt/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$wt/build" -j2 --target cakec >/dev/null
+    o=".carry/other/$name" cc="$wt/build/bin/cakec"
+    rm -rf "$o" && mkdir -p "$o/ops"
+    "$cc" specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/conv1d/*.cake \
+      specs/deltanet/*.cake 2>/dev/null) tests/unit/kcp/kda_kcp_fwd.cake tests/unit/kcp/kcp_send.cake --arch=sm_90a \
+      -o "$o/package"
+    "$cc" tests/gpu/ops.cake --arch=sm_90a -o "$o/ops/package" && cp tests/gpu/ops.cake "$o/ops/"
+    tar -C .carry/other -cf - "$name" | xz -9 -T2 >"$o.tar.xz"
+    rm -rf "$o"
+    du -sh "$o.tar.xz"
     ;;
   run)
     shift
@@ -219,5 +254,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | bench-conv1d [bench_conv1d.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | prepare-other REV [NAME] | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | bench-conv1d [bench_conv1d.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac
