@@ -77,7 +77,8 @@ case "${1:-}" in
     [ -d .carry/bin ] || { echo "run scripts/gpu.sh prepare first" >&2; exit 2; }
     rev="${2:?usage: scripts/gpu.sh prepare-other REV [NAME]}" name="${3:-$2}"
     wt="build/other/$name"
-    if [ ! -d "$wt/src" ]; then git worktree add --detach "$wt/src" "$rev" >/dev/null
+    git worktree prune
+    if [ ! -d "$wt/src" ]; then git worktree add -f --detach "$wt/src" "$rev" >/dev/null
     else git -C "$wt/src" checkout -q --detach "$rev"; fi
     cmake -S "$wt/src" -B "$wt/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build "$wt/build" -j2 --target cakec >/dev/null
