@@ -134,7 +134,8 @@ typedef struct RowOps {
 static void row_ops(LK *L, const View *A, int nout, const View *G, MlirValue r, const MlirValue *chan, int NV, int W,
                     RowOps *ro) {
   for (int k = 0; k < NV; k++) {
-    ro->g[k] = view_vals(L, G, r, chan[k], W);
+    ro->g[k] = view_vals(L, G, r, chan[k], W); /* as g log2(e) */
+    for (int i = 0; i < W; i++) ro->g[k].v[i] = mlb_binf_c(&L->b, "arith.mulf", ro->g[k].v[i], LK_LOG2E);
     for (int o = 0; o < nout; o++) ro->a[o][k] = view_vals(L, &A[o], r, chan[k], W);
   }
 }
@@ -222,7 +223,9 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
     Vals bs = view_vals(L, B, col, chan[k], W);
     Vals gs = view_vals(L, G, col, chan[k], W);
     for (int c = 0; c < W; c++) {
-      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", ro.g[k].v[c], gs.v[c]));
+      /* exp(g[r] - g[j]) = 2^(g[r] log2(e) - g[j] log2(e)): one fma */
+      MlirValue gsl = mlb_binf_c(b, "arith.mulf", gs.v[c], LK_LOG2E);
+      MlirValue ex = lk_exp2(L, mlb_bin(b, "arith.subf", ro.g[k].v[c], gsl));
       MlirValue t = mlb_bin(b, "arith.mulf", bs.v[c], ex);
       for (int o = 0; o < nout; o++) {
         MlirValue prod = mlb_bin(b, "arith.mulf", ro.a[o][k].v[c], t);
