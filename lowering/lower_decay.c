@@ -155,6 +155,22 @@ static int row_ops_flat(RowOps *ro, int nout, int NV, int W, MlirValue *v, int l
   return n;
 }
 
+/* b = x * s[:, None] read through its view (fused): x's own view and the
+ * expand of s, so that a sum along b's row can apply s once. 0 otherwise. */
+static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
+  const CirInst *f = v->fused;
+  if (!f || f->op != OP_MUL || f->ty.rank != 2) return 0;
+  for (int i = 0; i < 2; i++) {
+    const CirInst *e = f->args[i], *o = f->args[1 - i];
+    if (e->op != OP_EXPAND || e->axis != 1 || e->ty.rank != 2 || o->ty.rank != 2) continue;
+    if (home_of(L, o)->kind != H_SMEM && !home_is_cheap(L, o)) continue;
+    *x = (View){.fused = o, .dt = o->ty.dt};
+    *s = e;
+    return 1;
+  }
+  return 0;
+}
+
 static void diag_blocks(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
                         int K, MlirValue lane, MlirValue warp, int first_warp) {
   Mlb *b = &L->b;
@@ -166,6 +182,10 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
     lk_error(L, out[0].v, "decay_dot's diagonal blocks take at most %d channels; got %d", DG_GROUPS * DG_VECS * 4, K);
     return;
   }
+  /* b's row scale, when it has one, once per element rather than per term */
+  View Bx = *B;
+  const CirInst *bscale = NULL;
+  if (row_scaled(L, B, &Bx, &bscale)) B = &Bx;
   /* the row operands ride in the step loop's registers when they fit in it */
   int nrow = (nout + 1) * CPL, carry = nrow <= 64;
   MlirValue wt0 = mlb_add_c(b, warp, nw - first_warp);
@@ -238,6 +258,11 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
       MlirValue y = lk_shuffle_xor(L, acc[o], off);
       acc[o] = mlb_bin(b, "arith.addf", acc[o], y);
     }
+  if (bscale) {
+    MlirValue z = mlb_i32(b, 0);
+    MlirValue sj = eval(L, bscale, col, z, 1).v[0];
+    for (int o = 0; o < nout; o++) acc[o] = mlb_bin(b, "arith.mulf", acc[o], sj);
+  }
   MlbIf mine;
   MlirValue i8 = mlb_bin_c(b, "arith.remui", i, DG_GROUPS);
   mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", cg, i8), 0, NULL);
