@@ -185,8 +185,6 @@ MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);
 /* exp on the fast unit (ex2.approx, subnormal results flushed to 0) */
 MlirValue lk_exp(LK *L, MlirValue x);
-MlirValue lk_exp2(LK *L, MlirValue x); /* 2^x on the fast unit, subnormal results flushed to 0 */
-#define LK_LOG2E 1.4426950408889634
 int cols_of(CirType t);
 
 /* lower_async.c: tile loads with cp.async */

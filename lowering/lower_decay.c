@@ -134,8 +134,7 @@ typedef struct RowOps {
 static void row_ops(LK *L, const View *A, int nout, const View *G, MlirValue r, const MlirValue *chan, int NV, int W,
                     RowOps *ro) {
   for (int k = 0; k < NV; k++) {
-    ro->g[k] = view_vals(L, G, r, chan[k], W); /* as g log2(e) */
-    for (int i = 0; i < W; i++) ro->g[k].v[i] = mlb_binf_c(&L->b, "arith.mulf", ro->g[k].v[i], LK_LOG2E);
+    ro->g[k] = view_vals(L, G, r, chan[k], W);
     for (int o = 0; o < nout; o++) ro->a[o][k] = view_vals(L, &A[o], r, chan[k], W);
   }
 }
@@ -155,6 +154,67 @@ static int row_ops_flat(RowOps *ro, int nout, int NV, int W, MlirValue *v, int l
   return n;
 }
 
+/* The diagonal blocks' lower triangles element by element (any K; the form
+ * for K that diag_blocks does not take): entry e of block d is (t, s) with
+ * t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2; each thread sums its
+ * element's channels in order, one exp per term. The warps from `busy` take
+ * the first elements (and so the last, partial round). */
+static void diag_elements(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
+                          int K, int busy) {
+  Mlb *b = &L->b;
+  MlbFor dg;
+  MlirValue dg_hi = mlb_i32(b, nb * 136);
+  MlirValue dg_step = mlb_i32(b, L->nthreads);
+  MlirValue first = L->tid;
+  if (busy) first = mlb_bin_c(b, "arith.remui", mlb_add_c(b, L->tid, L->nthreads - 32 * busy), L->nthreads);
+  mlb_for_begin(b, &dg, first, dg_hi, dg_step, 0, NULL);
+  {
+    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
+    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
+    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
+    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
+    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
+                           b->i32);
+    /* guard the float estimate against rounding either way */
+    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue below = mlb_cmpi(b, "ult", e, tri);
+    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
+    MlirValue t1 = mlb_add_c(b, t, 1);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
+    MlirValue above = mlb_cmpi(b, "uge", e, tri);
+    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
+    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
+    int VW = 8;
+    while (K % VW) VW /= 2;
+    MlirValue zero = mlb_f32(b, 0.0), init[2] = {zero, zero};
+    MlbFor sum;
+    MlirValue s_lo = mlb_i32(b, 0);
+    MlirValue s_hi = mlb_i32(b, K);
+    MlirValue s_step = mlb_i32(b, VW);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, nout, init);
+    MlirValue c = sum.iv;
+    Vals bj = view_vals(L, B, j, c, VW), gr = view_vals(L, G, r, c, VW), gj = view_vals(L, G, j, c, VW);
+    Vals ar[2];
+    for (int o = 0; o < nout; o++) ar[o] = view_vals(L, &A[o], r, c, VW);
+    MlirValue acc[2] = {sum.iter[0], nout > 1 ? sum.iter[1] : zero};
+    for (int i = 0; i < VW; i++) {
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      for (int o = 0; o < nout; o++)
+        acc[o] = mlb_bin(b, "arith.addf", acc[o], mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar[o].v[i], bj.v[i]), ex));
+    }
+    mlb_for_end(b, &sum, nout, acc);
+    for (int o = 0; o < nout; o++) {
+      Vals x = {.n = 1};
+      x.v[0] = mlb_res(sum.op, o);
+      put_out(L, &out[o], r, j, x);
+    }
+  }
+  mlb_for_end(b, &dg, 0, NULL);
+
+}
+
 /* b = x * s[:, None] read through its view (fused): x's own view and the
  * expand of s, so that a sum along b's row can apply s once. 0 otherwise. */
 static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
@@ -162,7 +222,11 @@ static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
   if (!f || f->op != OP_MUL || f->ty.rank != 2) return 0;
   for (int i = 0; i < 2; i++) {
     const CirInst *e = f->args[i], *o = f->args[1 - i];
-    if (e->op != OP_EXPAND || e->axis != 1 || e->ty.rank != 2 || o->ty.rank != 2) continue;
+    /* s: one value per row of b ([C] expanded to [C, 1]); x: b's shape */
+    if (e->op != OP_EXPAND || e->axis != 1 || e->ty.rank != 2 || e->args[0]->ty.rank != 1) continue;
+    if (e->ty.shape[0] != f->ty.shape[0] || o->ty.rank != 2 || o->ty.shape[0] != f->ty.shape[0] ||
+        o->ty.shape[1] != f->ty.shape[1])
+      continue;
     if (home_of(L, o)->kind != H_SMEM && !home_is_cheap(L, o)) continue;
     *x = (View){.fused = o, .dt = o->ty.dt};
     *s = e;
@@ -178,8 +242,8 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
   int CPL = K / DG_GROUPS; /* channels per lane: K % 16 == 0, so even */
   int W = CPL % 4 == 0 ? 4 : 2;
   int NV = CPL / W;
-  if (NV > DG_VECS) {
-    lk_error(L, out[0].v, "decay_dot's diagonal blocks take at most %d channels; got %d", DG_GROUPS * DG_VECS * 4, K);
+  if (NV > DG_VECS) { /* more channels than the lanes' vectors hold */
+    diag_elements(L, A, nout, B, G, out, nb, K, first_warp);
     return;
   }
   /* b's row scale, when it has one, once per element rather than per term */
@@ -243,9 +307,8 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
     Vals bs = view_vals(L, B, col, chan[k], W);
     Vals gs = view_vals(L, G, col, chan[k], W);
     for (int c = 0; c < W; c++) {
-      /* exp(g[r] - g[j]) = 2^(g[r] log2(e) - g[j] log2(e)): one fma */
-      MlirValue gsl = mlb_binf_c(b, "arith.mulf", gs.v[c], LK_LOG2E);
-      MlirValue ex = lk_exp2(L, mlb_bin(b, "arith.subf", ro.g[k].v[c], gsl));
+      /* exp of the difference itself (exact when g[r] and g[j] are close) */
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", ro.g[k].v[c], gs.v[c]));
       MlirValue t = mlb_bin(b, "arith.mulf", bs.v[c], ex);
       for (int o = 0; o < nout; o++) {
         MlirValue prod = mlb_bin(b, "arith.mulf", ro.a[o][k].v[c], t);

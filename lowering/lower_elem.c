@@ -347,11 +347,9 @@ static MlirValue approx(LK *L, const char *name, MlirValue x) {
 /* exp(x) = 2^(x log2 e) on the fast unit, subnormal results flushed to 0 */
 MlirValue lk_exp(LK *L, MlirValue x) {
   Mlb *b = &L->b;
-  MlirValue y = mlb_binf_c(b, "arith.mulf", x, LK_LOG2E);
-  return lk_exp2(L, y);
+  MlirValue y = mlb_binf_c(b, "arith.mulf", x, 1.4426950408889634);
+  return approx(L, "llvm.nvvm.ex2.approx.ftz.f32", y);
 }
-
-MlirValue lk_exp2(LK *L, MlirValue x) { return approx(L, "llvm.nvvm.ex2.approx.ftz.f32", x); }
 
 static MlirValue f_log(LK *L, MlirValue x) {
   Mlb *b = &L->b;
