@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <llvm-c/Core.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -112,6 +113,8 @@ Backend *backend_create(Diag *diag, const char *cuda_root) {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    const char *argv[] = {"cakec", "-nvptx-short-ptr"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
     registered = 1;
   }
   mlirContextAttachDiagnosticHandler(be->ctx, diag_to_cake, be, NULL);

@@ -65,13 +65,15 @@ typedef struct CopyCtx {
   int eb, per, ppr, R;
 } CopyCtx;
 
-/* The 16 bytes at (r, c) of the window, to shared byte offset dst. */
-static void copy_at(LK *L, const CopyCtx *x, MlirValue r, MlirValue c, MlirValue dst_off) {
+/* The 16 bytes at (r, c) of the window, to shared byte offset dst; from
+ * src when given (the same element's address), else from its own. */
+static void copy_at(LK *L, const CopyCtx *x, MlirValue r, MlirValue c, MlirValue dst_off, MlirValue src) {
   Mlb *b = &L->b;
   Home *h = home_of(L, x->in);
   MlirValue valid = (MlirValue){0};
   /* a prefetch is issued every step: its coordinates' part is computed once */
-  MlirValue src = window_elem_ptr(L, x->in, r, c, x->per, h->async_mode == ASYNC_PREFETCH || home_in_scan(h), &valid);
+  MlirValue own = window_elem_ptr(L, x->in, r, c, x->per, h->async_mode == ASYNC_PREFETCH || home_in_scan(h), &valid);
+  if (mlirValueIsNull(src)) src = own;
   MlirValue size = mlb_i32(b, 16);
   /* a row out of range copies 0 bytes of the source (nothing is read from
    * its address, whatever it is) and zero-fills the 16 */
@@ -92,7 +94,7 @@ static void copy_item(LK *L, MlirValue g, void *vctx) {
   MlirValue r = x->R == 1 ? mlb_i32(b, 0) : mlb_bin(b, "arith.divui", g, mlb_i32(b, x->ppr));
   MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", g, x->ppr), x->per);
   MlirValue idx = mlb_add(b, mlb_mul(b, r, mlb_i32(b, home_of(L, x->in)->stride)), c);
-  copy_at(L, x, r, c, mlb_add(b, x->dst_base, mlb_mul(b, idx, mlb_i32(b, x->eb))));
+  copy_at(L, x, r, c, mlb_add(b, x->dst_base, mlb_mul(b, idx, mlb_i32(b, x->eb))), (MlirValue){0});
 }
 
 void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
@@ -112,10 +114,18 @@ void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
     MlirValue r0 = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, x.ppr));
     MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", L->tid, x.ppr), x.per);
     MlirValue mine = mlb_add(b, x.dst_base, mlb_mul_c(b, mlb_add(b, mlb_mul_c(b, r0, h->stride), c), x.eb));
+    /* the sources too: row r0's address, and for the others that plus a
+     * multiple of the row's bytes (computed once, outside any loop), not each
+     * row's own product of coordinates and strides */
+    MlirValue v0;
+    MlirValue src0 = window_elem_ptr(L, in, r0, c, x.per, 1, &v0);
+    MlirValue row_bytes = window_row_bytes(L, in, r0, c, x.per, 1);
     for (int i = 0; i < total / NT; i++) {
       MlirValue r = i ? mlb_add_c(b, r0, i * rs) : r0;
       MlirValue dst = i ? mlb_add_c(b, mine, i * rs * h->stride * x.eb) : mine;
-      copy_at(L, &x, r, c, dst);
+      MlirValue src = (MlirValue){0};
+      if (i && !mlirValueIsNull(row_bytes)) src = mlb_gep(b, src0, mlb_mul(b, row_bytes, mlb_i64(b, (long long)i * rs)));
+      copy_at(L, &x, r, c, dst, src);
     }
     return;
   }

@@ -113,6 +113,234 @@ static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) 
   L->acc = (AccCtx){0};
 }
 
+/* The lower triangles (s <= t) of the diagonal 16x16 blocks, in fp32:
+ * D[16 d + t, 16 d + s] = sum_c a[r, c] b[j, c] exp(g[r, c] - g[j, c]).
+ * A warp task is half of block d: its lane 8 p' + cg takes the pair
+ * p = 4 (task % 2) + p' of rows, 15 - p (s = 0 .. 15 - p) then p (s = 0 ..
+ * p): 17 elements in 17 steps for every lane. Channel group cg sums the
+ * vectors cg, cg + 8, cg + 16, ... of W channels, in order, so the eight
+ * groups of a step read one run of b and g of row 16 d + s, which the lanes
+ * of that s share. A row's a and g stay in registers while its elements are
+ * summed (reloaded once, at the lane's switch to its second row). A fixed
+ * butterfly over the eight groups then adds the partial sums (every lane
+ * gets the same bits), and lane cg writes the steps i with i % 8 == cg. The
+ * grouping does not depend on the block's size, so neither does the result. */
+enum { DG_GROUPS = 8, DG_STEPS = 17, DG_VECS = 16 };
+
+typedef struct RowOps {
+  Vals a[2][DG_VECS], g[DG_VECS];
+} RowOps;
+
+static void row_ops(LK *L, const View *A, int nout, const View *G, MlirValue r, const MlirValue *chan, int NV, int W,
+                    RowOps *ro) {
+  for (int k = 0; k < NV; k++) {
+    ro->g[k] = view_vals(L, G, r, chan[k], W);
+    for (int o = 0; o < nout; o++) ro->a[o][k] = view_vals(L, &A[o], r, chan[k], W);
+  }
+}
+
+/* The row operands as one list of values (load = 0) or back from one. */
+static int row_ops_flat(RowOps *ro, int nout, int NV, int W, MlirValue *v, int load) {
+  int n = 0;
+  for (int k = 0; k < NV; k++)
+    for (int i = 0; i < W; i++) {
+      if (load) ro->g[k].v[i] = v[n++];
+      else v[n++] = ro->g[k].v[i];
+      for (int o = 0; o < nout; o++) {
+        if (load) ro->a[o][k].v[i] = v[n++];
+        else v[n++] = ro->a[o][k].v[i];
+      }
+    }
+  return n;
+}
+
+/* The diagonal blocks' lower triangles element by element (any K; the form
+ * for K that diag_blocks does not take): entry e of block d is (t, s) with
+ * t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2; each thread sums its
+ * element's channels in order, one exp per term. The warps from `busy` take
+ * the first elements (and so the last, partial round). */
+static void diag_elements(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
+                          int K, int busy) {
+  Mlb *b = &L->b;
+  MlbFor dg;
+  MlirValue dg_hi = mlb_i32(b, nb * 136);
+  MlirValue dg_step = mlb_i32(b, L->nthreads);
+  MlirValue first = L->tid;
+  if (busy) first = mlb_bin_c(b, "arith.remui", mlb_add_c(b, L->tid, L->nthreads - 32 * busy), L->nthreads);
+  mlb_for_begin(b, &dg, first, dg_hi, dg_step, 0, NULL);
+  {
+    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
+    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
+    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
+    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
+    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
+                           b->i32);
+    /* guard the float estimate against rounding either way */
+    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue below = mlb_cmpi(b, "ult", e, tri);
+    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
+    MlirValue t1 = mlb_add_c(b, t, 1);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
+    MlirValue above = mlb_cmpi(b, "uge", e, tri);
+    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
+    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
+    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
+    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
+    int VW = 8;
+    while (K % VW) VW /= 2;
+    MlirValue zero = mlb_f32(b, 0.0), init[2] = {zero, zero};
+    MlbFor sum;
+    MlirValue s_lo = mlb_i32(b, 0);
+    MlirValue s_hi = mlb_i32(b, K);
+    MlirValue s_step = mlb_i32(b, VW);
+    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, nout, init);
+    MlirValue c = sum.iv;
+    Vals bj = view_vals(L, B, j, c, VW), gr = view_vals(L, G, r, c, VW), gj = view_vals(L, G, j, c, VW);
+    Vals ar[2];
+    for (int o = 0; o < nout; o++) ar[o] = view_vals(L, &A[o], r, c, VW);
+    MlirValue acc[2] = {sum.iter[0], nout > 1 ? sum.iter[1] : zero};
+    for (int i = 0; i < VW; i++) {
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
+      for (int o = 0; o < nout; o++)
+        acc[o] = mlb_bin(b, "arith.addf", acc[o], mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar[o].v[i], bj.v[i]), ex));
+    }
+    mlb_for_end(b, &sum, nout, acc);
+    for (int o = 0; o < nout; o++) {
+      Vals x = {.n = 1};
+      x.v[0] = mlb_res(sum.op, o);
+      put_out(L, &out[o], r, j, x);
+    }
+  }
+  mlb_for_end(b, &dg, 0, NULL);
+
+}
+
+/* b = x * s[:, None] read through its view (fused): x's own view and the
+ * expand of s, so that a sum along b's row can apply s once. 0 otherwise. */
+static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
+  const CirInst *f = v->fused;
+  if (!f || f->op != OP_MUL || f->ty.rank != 2) return 0;
+  for (int i = 0; i < 2; i++) {
+    const CirInst *e = f->args[i], *o = f->args[1 - i];
+    /* s: one value per row of b ([C] expanded to [C, 1]); x: b's shape */
+    if (e->op != OP_EXPAND || e->axis != 1 || e->ty.rank != 2 || e->args[0]->ty.rank != 1) continue;
+    if (e->ty.shape[0] != f->ty.shape[0] || o->ty.rank != 2 || o->ty.shape[0] != f->ty.shape[0] ||
+        o->ty.shape[1] != f->ty.shape[1])
+      continue;
+    if (home_of(L, o)->kind != H_SMEM && !home_is_cheap(L, o)) continue;
+    *x = (View){.fused = o, .dt = o->ty.dt};
+    *s = e;
+    return 1;
+  }
+  return 0;
+}
+
+static void diag_blocks(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
+                        int K, MlirValue lane, MlirValue warp, int first_warp) {
+  Mlb *b = &L->b;
+  int nw = L->nthreads / 32;
+  int CPL = K / DG_GROUPS; /* channels per lane: K % 16 == 0, so even */
+  int W = CPL % 4 == 0 ? 4 : 2;
+  int NV = CPL / W;
+  if (NV > DG_VECS) { /* more channels than the lanes' vectors hold */
+    diag_elements(L, A, nout, B, G, out, nb, K, first_warp);
+    return;
+  }
+  /* b's row scale, when it has one, once per element rather than per term */
+  View Bx = *B;
+  const CirInst *bscale = NULL;
+  if (row_scaled(L, B, &Bx, &bscale)) B = &Bx;
+  /* the row operands ride in the step loop's registers when they fit in it */
+  int nrow = (nout + 1) * CPL, carry = nrow <= 64;
+  MlirValue wt0 = mlb_add_c(b, warp, nw - first_warp);
+  wt0 = mlb_bin_c(b, "arith.remui", wt0, nw);
+  MlbFor tl;
+  MlirValue t_hi = mlb_i32(b, 2 * nb);
+  MlirValue t_step = mlb_i32(b, nw);
+  mlb_for_begin(b, &tl, wt0, t_hi, t_step, 0, NULL);
+  MlirValue d16 = mlb_mul_c(b, mlb_bin_c(b, "arith.divui", tl.iv, 2), 16);
+  MlirValue p = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", tl.iv, 2), 4);
+  p = mlb_add(b, p, mlb_bin_c(b, "arith.divui", lane, DG_GROUPS));
+  MlirValue cg = mlb_bin_c(b, "arith.remui", lane, DG_GROUPS);
+  MlirValue r1 = mlb_bin(b, "arith.subi", mlb_add_c(b, d16, 15), p);
+  MlirValue r2 = mlb_add(b, d16, p);
+  MlirValue chan[DG_VECS];
+  for (int k = 0; k < NV; k++) chan[k] = mlb_mul_c(b, mlb_add_c(b, cg, DG_GROUPS * k), W);
+  RowOps ro;
+  MlirValue flat[64];
+  if (carry) {
+    row_ops(L, A, nout, G, r1, chan, NV, W, &ro);
+    row_ops_flat(&ro, nout, NV, W, flat, 0);
+  }
+  /* step i: row r1, s = i until the lane's switch at i = 16 - p; then row
+   * r2, s = i - 16 + p */
+  MlbFor st;
+  MlirValue s_lo = mlb_i32(b, 0);
+  MlirValue s_hi = mlb_i32(b, DG_STEPS);
+  MlirValue s_step = mlb_i32(b, 1);
+  mlb_for_begin(b, &st, s_lo, s_hi, s_step, carry ? nrow : 0, flat);
+  MlirValue i = st.iv;
+  MlirValue sw_at = mlb_bin(b, "arith.subi", mlb_i32(b, 16), i);
+  MlirValue sw = mlb_cmpi(b, "sge", p, sw_at);
+  MlirValue row = mlb_select(b, sw, r2, r1);
+  MlirValue s2 = mlb_add(b, p, mlb_add_c(b, i, -16));
+  MlirValue col = mlb_add(b, d16, mlb_select(b, sw, s2, i));
+  if (carry) {
+    MlirValue cur[64];
+    for (int e = 0; e < nrow; e++) cur[e] = st.iter[e];
+    MlirType ty[64];
+    for (int e = 0; e < nrow; e++) ty[e] = b->f32;
+    MlbIf at;
+    mlb_if_begin(b, &at, mlb_cmpi(b, "eq", p, sw_at), nrow, ty);
+    row_ops(L, A, nout, G, r2, chan, NV, W, &ro);
+    row_ops_flat(&ro, nout, NV, W, flat, 0);
+    mlb_if_else(b, &at, nrow, flat);
+    mlb_if_end(b, &at, nrow, cur);
+    for (int e = 0; e < nrow; e++) flat[e] = mlb_res(at.op, e);
+    row_ops_flat(&ro, nout, NV, W, flat, 1);
+  } else {
+    row_ops(L, A, nout, G, row, chan, NV, W, &ro);
+  }
+  MlirValue acc[2];
+  for (int o = 0; o < nout; o++) acc[o] = mlb_f32(b, 0.0);
+  for (int k = 0; k < NV; k++) {
+    Vals bs = view_vals(L, B, col, chan[k], W);
+    Vals gs = view_vals(L, G, col, chan[k], W);
+    for (int c = 0; c < W; c++) {
+      /* exp of the difference itself (exact when g[r] and g[j] are close) */
+      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", ro.g[k].v[c], gs.v[c]));
+      MlirValue t = mlb_bin(b, "arith.mulf", bs.v[c], ex);
+      for (int o = 0; o < nout; o++) {
+        MlirValue prod = mlb_bin(b, "arith.mulf", ro.a[o][k].v[c], t);
+        acc[o] = mlb_bin(b, "arith.addf", acc[o], prod);
+      }
+    }
+  }
+  for (int off = DG_GROUPS / 2; off >= 1; off /= 2)
+    for (int o = 0; o < nout; o++) {
+      MlirValue y = lk_shuffle_xor(L, acc[o], off);
+      acc[o] = mlb_bin(b, "arith.addf", acc[o], y);
+    }
+  if (bscale) {
+    MlirValue z = mlb_i32(b, 0);
+    MlirValue sj = eval(L, bscale, col, z, 1).v[0];
+    for (int o = 0; o < nout; o++) acc[o] = mlb_bin(b, "arith.mulf", acc[o], sj);
+  }
+  MlbIf mine;
+  MlirValue i8 = mlb_bin_c(b, "arith.remui", i, DG_GROUPS);
+  mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", cg, i8), 0, NULL);
+  for (int o = 0; o < nout; o++) {
+    Vals x = {.n = 1};
+    x.v[0] = acc[o];
+    put_out(L, &out[o], row, col, x);
+  }
+  mlb_if_else(b, &mine, 0, NULL);
+  mlb_if_end(b, &mine, 0, NULL);
+  if (carry) row_ops_flat(&ro, nout, NV, W, flat, 0);
+  mlb_for_end(b, &st, carry ? nrow : 0, flat);
+  mlb_for_end(b, &tl, 0, NULL);
+}
+
 void lower_decay(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   Home *h = home_of(L, in);
@@ -219,59 +447,7 @@ void lower_decay(LK *L, const CirInst *in) {
     mlb_if_end(b, &up, 0, NULL);
   }
   mlb_for_end(b, &el, 0, NULL);
-  /* the diagonal blocks' lower triangles, element by element: entry e of
-   * block d is (t, s) with t(t+1)/2 <= e < (t+1)(t+2)/2, s = e - t(t+1)/2 */
-  MlbFor dg;
-  MlirValue dg_hi = mlb_i32(b, nb * 136);
-  MlirValue dg_step = mlb_i32(b, L->nthreads);
-  /* the warps without a task take the first elements (and so the last,
-   * partial round): threads counted from the first warp after the tasks' */
-  int busy = task < nw ? task : 0;
-  MlirValue first = L->tid;
-  if (busy) first = mlb_bin_c(b, "arith.remui", mlb_add_c(b, L->tid, L->nthreads - 32 * busy), L->nthreads);
-  mlb_for_begin(b, &dg, first, dg_hi, dg_step, 0, NULL);
-  {
-    MlirValue d = mlb_bin(b, "arith.divui", dg.iv, mlb_i32(b, 136)), e = mlb_bin(b, "arith.remui", dg.iv, mlb_i32(b, 136));
-    MlirValue ef = mlb_cast(b, "arith.uitofp", e, b->f32);
-    MlirValue disc = mlb_binf_c(b, "arith.addf", mlb_binf_c(b, "arith.mulf", ef, 8.0), 1.0);
-    MlirValue sq = mlb_intrinsic(b, "llvm.sqrt.f32", b->f32, 1, &disc);
-    MlirValue t = mlb_cast(b, "arith.fptoui", mlb_binf_c(b, "arith.mulf", mlb_binf_c(b, "arith.subf", sq, 1.0), 0.5),
-                           b->i32);
-    /* guard the float estimate against rounding either way */
-    MlirValue tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
-    MlirValue below = mlb_cmpi(b, "ult", e, tri);
-    t = mlb_select(b, below, mlb_bin_c(b, "arith.subi", t, 1), t);
-    MlirValue t1 = mlb_add_c(b, t, 1);
-    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t1, mlb_add_c(b, t, 2)), 2);
-    MlirValue above = mlb_cmpi(b, "uge", e, tri);
-    t = mlb_select(b, above, mlb_add_c(b, t, 1), t);
-    tri = mlb_bin_c(b, "arith.divui", mlb_mul(b, t, mlb_add_c(b, t, 1)), 2);
-    MlirValue s0 = mlb_bin(b, "arith.subi", e, tri);
-    MlirValue r = mlb_add(b, mlb_mul_c(b, d, 16), t), j = mlb_add(b, mlb_mul_c(b, d, 16), s0);
-    int VW = 8;
-    while (K % VW) VW /= 2;
-    MlirValue zero = mlb_f32(b, 0.0), init[2] = {zero, zero};
-    MlbFor sum;
-    MlirValue s_lo = mlb_i32(b, 0);
-    MlirValue s_hi = mlb_i32(b, K);
-    MlirValue s_step = mlb_i32(b, VW);
-    mlb_for_begin(b, &sum, s_lo, s_hi, s_step, nout, init);
-    MlirValue c = sum.iv;
-    Vals bj = view_vals(L, &B, j, c, VW), gr = view_vals(L, &G, r, c, VW), gj = view_vals(L, &G, j, c, VW);
-    Vals ar[2];
-    for (int o = 0; o < nout; o++) ar[o] = view_vals(L, &A[o], r, c, VW);
-    MlirValue acc[2] = {sum.iter[0], nout > 1 ? sum.iter[1] : zero};
-    for (int i = 0; i < VW; i++) {
-      MlirValue ex = lk_exp(L, mlb_bin(b, "arith.subf", gr.v[i], gj.v[i]));
-      for (int o = 0; o < nout; o++)
-        acc[o] = mlb_bin(b, "arith.addf", acc[o], mlb_bin(b, "arith.mulf", mlb_bin(b, "arith.mulf", ar[o].v[i], bj.v[i]), ex));
-    }
-    mlb_for_end(b, &sum, nout, acc);
-    for (int o = 0; o < nout; o++) {
-      Vals x = {.n = 1};
-      x.v[0] = mlb_res(sum.op, o);
-      put_out(L, &out[o], r, j, x);
-    }
-  }
-  mlb_for_end(b, &dg, 0, NULL);
+  /* the diagonal blocks' lower triangles: warp tasks from the first warp
+   * after the off-diagonal tasks' */
+  diag_blocks(L, A, nout, &B, &G, out, nb, K, lane, warp, task % nw);
 }

@@ -130,6 +130,7 @@ typedef struct WinAddr {
   MlirValue hoff;    /* then its i64 offset in the halo */
   int contiguous;    /* the column lanes are adjacent in memory */
   int align_elems;   /* known alignment of `off` in elements (for lane 0) */
+  MlirValue row_stride; /* i64 elements from one row of a 2-d window to the next, or null */
 } WinAddr;
 
 static long long known_factor(const CirTensor *t, int from) {
@@ -205,6 +206,7 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
                                          : mlb_i64(b, t->shape[j].value);
       stride = mlb_mul(b, stride, e);
     }
+    if (nf == 2 && i == free_axes[0]) wa.row_stride = stride;
     if (!mlirValueIsNull(hidx)) /* the halo's offset: its row, then the same other coordinates */
       hoff = mlb_mul(b, mlb_cast(b, "arith.extsi", hidx, b->i64), stride);
     else if (!mlirValueIsNull(hoff))
@@ -250,6 +252,12 @@ MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, in
   WinAddr wa = window_addr(L, in, r, c, W, split);
   *valid = wa.valid;
   return win_ptr(L, in, &wa, 0);
+}
+
+MlirValue window_row_bytes(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split) {
+  WinAddr wa = window_addr(L, in, r, c, W, split);
+  if (mlirValueIsNull(wa.row_stride) || !mlirValueIsNull(wa.halo)) return (MlirValue){0};
+  return mlb_mul(&L->b, wa.row_stride, mlb_i64(&L->b, dtype_bytes(in->tensor->dtype)));
 }
 
 static MlirValue tensor_present(LK *L, MlirValue base) {

@@ -158,16 +158,18 @@ entry e8 = reload
 // STEP-NEXT: reload: scan step: 4 barriers
 // what ptxas is asked for: one block per multiprocessor, or two; a scan's
 // copies in the step unrolled, each thread's rows 8 apart (8 x 272 bytes)
-// from one shared offset; a row past the document's end copies 0 bytes of
-// its (unclamped) source address
+// from one shared offset, their sources the first row's address plus a
+// multiple of a row's bytes (computed outside the loop); a row past the
+// document's end copies 0 bytes of its (unclamped) source address
 // PTX-LABEL: .entry wide_
 // PTX: .minnctapersm 1
 // PTX: cp.async.wait_group 0
-// PTX: cp.async.cg.shared.global [%rd[[R:[0-9]+]]+2176], [%rd{{[0-9]+}}], 16
+// PTX: cp.async.cg.shared.global [%r[[R:[0-9]+]]+2176], [%rd{{[0-9]+}}], 16
+// PTX-NEXT: add.s64 %rd[[S:[0-9]+]], %rd[[S0:[0-9]+]], %rd{{[0-9]+}};
 // PTX-NEXT: add.s32
 // PTX-NEXT: setp.lt.s32
-// PTX-NEXT: add.s64 %rd[[S:[0-9]+]],
 // PTX-NEXT: selp.b32 %r[[N:[0-9]+]], 16, 0,
-// PTX-NEXT: cp.async.cg.shared.global [%rd[[R]]+4352], [%rd[[S]]], 16, %r[[N]];
+// PTX-NEXT: cp.async.cg.shared.global [%r[[R]]+4352], [%rd[[S]]], 16, %r[[N]];
+// PTX-NEXT: add.s64 %rd{{[0-9]+}}, %rd[[S0]], %rd{{[0-9]+}};
 // PTX-LABEL: .entry narrow_
 // PTX: .minnctapersm 2

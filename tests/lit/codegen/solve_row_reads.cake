@@ -17,13 +17,13 @@ entry fwd = k
 // the diagonal blocks, then the first merge's X = A[hi, lo] T[lo, lo]
 // CHECK: bar.sync
 // CHECK: bar.sync
-// CHECK: ld.shared.v4.b32 {{.*}}[%rd[[P:[0-9]+]]];
-// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%rd[[P]]+16];
+// CHECK: ld.shared.v4.b32 {{.*}}[%r[[P:[0-9]+]]+[[#X:]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%r[[P]]+[[#X+16]]];
 // CHECK-COUNT-8: ld.shared.b32
 // CHECK-NOT: ld.shared
 // CHECK: bra
 // and its T[hi, lo] = -(X + T[hi, hi] X)
 // CHECK: bar.sync
-// CHECK: ld.shared.v4.b32 {{.*}}[%rd[[Q:[0-9]+]]];
-// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%rd[[Q]]+16];
+// CHECK: ld.shared.v4.b32 {{.*}}[%r[[Q:[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%r[[Q]]+16];
 // CHECK-COUNT-8: ld.shared.b32
