@@ -177,9 +177,10 @@ void materialize_at(LK *L, const CirInst *v, MlirValue base, DType sdt, int stri
 /* The global address of element (r, c) of a load/store window and its row mask (null: always valid). */
 /* split: the window's starts apart from the rest (a prefetch repeated every step; see window_addr) */
 MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split, MlirValue *valid);
-/* The i64 bytes from a row of the window to the next (the same column), or
- * null where rows are not a fixed step apart (a halo's rows) */
-MlirValue window_row_bytes(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split);
+/* window_elem_ptr's address, and in *row_bytes the i64 bytes from a row of
+ * the window to the next (the same column), or null where rows are not a
+ * fixed step apart (a halo's rows) */
+MlirValue window_row_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split, MlirValue *row_bytes);
 MlirValue to_storage(LK *L, MlirValue x, DType sdt);
 MlirValue f32_to_i32(LK *L, MlirValue x); /* truncating, saturating, NaN -> 0 */
 int rows_of(CirType t);

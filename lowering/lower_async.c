@@ -117,9 +117,8 @@ void async_copy(LK *L, const CirInst *in, MlirValue dst_base) {
     /* the sources too: row r0's address, and for the others that plus a
      * multiple of the row's bytes (computed once, outside any loop), not each
      * row's own product of coordinates and strides */
-    MlirValue v0;
-    MlirValue src0 = window_elem_ptr(L, in, r0, c, x.per, 1, &v0);
-    MlirValue row_bytes = window_row_bytes(L, in, r0, c, x.per, 1);
+    MlirValue row_bytes;
+    MlirValue src0 = window_row_ptr(L, in, r0, c, x.per, 1, &row_bytes);
     for (int i = 0; i < total / NT; i++) {
       MlirValue r = i ? mlb_add_c(b, r0, i * rs) : r0;
       MlirValue dst = i ? mlb_add_c(b, mine, i * rs * h->stride * x.eb) : mine;

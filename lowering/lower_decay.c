@@ -212,7 +212,6 @@ static void diag_elements(LK *L, const View *A, int nout, const View *B, const V
     }
   }
   mlb_for_end(b, &dg, 0, NULL);
-
 }
 
 /* b = x * s[:, None] read through its view (fused): x's own view and the

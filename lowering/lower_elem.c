@@ -254,10 +254,13 @@ MlirValue window_elem_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, in
   return win_ptr(L, in, &wa, 0);
 }
 
-MlirValue window_row_bytes(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split) {
+MlirValue window_row_ptr(LK *L, const CirInst *in, MlirValue r, MlirValue c, int W, int split, MlirValue *row_bytes) {
   WinAddr wa = window_addr(L, in, r, c, W, split);
-  if (mlirValueIsNull(wa.row_stride) || !mlirValueIsNull(wa.halo)) return (MlirValue){0};
-  return mlb_mul(&L->b, wa.row_stride, mlb_i64(&L->b, dtype_bytes(in->tensor->dtype)));
+  MlirValue ptr = win_ptr(L, in, &wa, 0);
+  *row_bytes = (MlirValue){0};
+  if (!mlirValueIsNull(wa.row_stride) && mlirValueIsNull(wa.halo))
+    *row_bytes = mlb_mul(&L->b, wa.row_stride, mlb_i64(&L->b, dtype_bytes(in->tensor->dtype)));
+  return ptr;
 }
 
 static MlirValue tensor_present(LK *L, MlirValue base) {
