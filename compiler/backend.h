@@ -93,9 +93,6 @@ double backend_tool_seconds(void);
  * uses for each, the code-generation path its kernels take (NULL for an
  * unknown target), and a table of them all. */
 const char *backend_ptx_target(const char *target);
-/* What ptxas assembles `target`'s cubin for (the chip, or its family);
- * targets with the same PTX and the same answer get the same cubin. */
-const char *backend_cubin_arch(const char *target);
 const char *backend_target_path(const char *target);
 void backend_describe_targets(Buf *out);
 

@@ -332,21 +332,11 @@ static void label(CodegenUnit *u) {
   u->kb.ptx_target = backend_ptx_target(u->target);
 }
 
-/* Do chips a and b get the same cubin from the same PTX? */
-static int same_cubin(const char *a, const char *b) {
-  const char *x = backend_cubin_arch(a), *y = backend_cubin_arch(b);
-  return x && y && !strcmp(x, y);
-}
-
-/* The chip whose assembly task t's unit takes its occupancy, or its whole
- * cubin, from: its lowering's reference chip when the PTX leaves the
- * occupancy to assembly or the two chips share cubins; NULL otherwise and
- * when no chip of its lowering can be assembled. */
+/* The chip that chooses the occupancy of task t's PTX; NULL when the PTX
+ * leaves no choice or no chip of its lowering can be assembled. */
 static const char *reference_chip(Codegen *g, const AsmTask *t) {
-  const char *ref = backend_reference_chip(g->be, t->target);
-  if (!ref || (!backend_ptx_chooses_occupancy(g->units[t->lowered].kb.ptx) && !same_cubin(ref, t->target)))
-    return NULL;
-  return ref;
+  if (!backend_ptx_chooses_occupancy(g->units[t->lowered].kb.ptx)) return NULL;
+  return backend_reference_chip(g->be, t->target);
 }
 
 /* Task t's reference: a unit held from the cache (*unit), else a task of
@@ -409,8 +399,8 @@ static void fail_with_reference(Codegen *g, const AsmTask *t, char *why) {
   CodegenUnit *u = &g->units[t->unit];
   Buf b;
   buf_init(&b);
-  buf_printf(&b, "cakec: error: kernel '%s' for %s takes its %s from its assembly for %s, which failed:\n%s",
-             u->k->name, u->target, same_cubin(u->target, t->ref) ? "cubin" : "occupancy", t->ref, why ? why : "");
+  buf_printf(&b, "cakec: error: kernel '%s' for %s takes its occupancy from its assembly for %s, which failed:\n%s",
+             u->k->name, u->target, t->ref, why ? why : "");
   clear_unit(u);
   u->diag = buf_take(&b);
   u->errors = 1;
@@ -425,13 +415,10 @@ static void fail_with_reference(Codegen *g, const AsmTask *t, char *why) {
  * chips of the lowering are given the PTX as the reference assembled it:
  * no second ptxas run for each of them, and the PTX that the driver
  * compiles for a chip this ptxas cannot assemble (sm_107a) carries the
- * choice too. A chip whose cubins are its reference's (the same cubin
- * arch: sm_103a's are sm_100a's, both the sm_100f family's) takes the
- * reference's whole result, with no ptxas run at all. The reference is a
- * unit of this build, one held (from the cache), or else assembled for the
- * purpose alone, so a chip's cubin is the same whatever other chips the
- * build has. Round 1: tasks that choose for themselves, and the
- * references; round 2: the others. */
+ * choice too. The reference is a unit of this build, one held (from the
+ * cache), or else assembled for the choice alone, so a chip's cubin is the
+ * same whatever other chips the build has. Round 1: tasks that choose for
+ * themselves, and the references; round 2: the others. */
 static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
   AsmTask *r1 = malloc(sizeof *r1 * (size_t)(2 * n + 1)), *r2 = malloc(sizeof *r2 * (size_t)(n + 1));
   int n1 = 0, n2 = 0;
@@ -460,21 +447,12 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
    * fails with it (`given` NULL, `why` its reason) and is not run */
   AsmTask *run = malloc(sizeof *run * (size_t)(n2 + 1));
   char **why = calloc((size_t)n2 + 1, sizeof(char *));
-  Buf *copied = calloc((size_t)n2 + 1, sizeof(Buf)); /* the reference's record, for a chip sharing its cubins */
   int nrun = 0;
   for (int i = 0; i < n2; i++) {
     int unit, task;
     find_reference(g, r1, n1, &r2[i], &unit, &task);
     r2[i].given = unit >= 0 ? strdup(g->units[unit].kb.ptx) : assembled_ptx(&out1[task], died1[task], NULL, &why[i]);
-    if (!r2[i].given) continue;
-    if (!same_cubin(r2[i].target, r2[i].ref)) {
-      run[nrun++] = r2[i];
-    } else if (unit >= 0) {
-      const CodegenUnit *h = &g->units[unit];
-      put_unit(&copied[i], 0, NULL, &h->kb, h->ptx_generated, 0);
-    } else {
-      buf_put(&copied[i], out1[task].data, out1[task].len);
-    }
+    if (r2[i].given) run[nrun++] = r2[i];
   }
   /* the units keep their lowerings until round 2 has copied them */
   w.tasks = run;
@@ -485,20 +463,14 @@ static void assemble_units(Codegen *g, const AsmTask *tasks, int n) {
     buf_free(&out1[j]);
   }
   for (int i = 0, k = 0; i < n2; i++) {
-    if (!r2[i].given) {
-      fail_with_reference(g, &r2[i], why[i]);
-    } else if (same_cubin(r2[i].target, r2[i].ref)) {
-      take_assembly(g, &r2[i], &copied[i], 0);
-      /* the reference's work, counted there */
-      for (int s = 0; s < 3; s++) g->units[r2[i].unit].kb.seconds[s] = 0;
-    } else {
+    if (r2[i].given) {
       take_assembly(g, &r2[i], &out2[k], died2[k]);
       buf_free(&out2[k++]);
+    } else {
+      fail_with_reference(g, &r2[i], why[i]);
     }
-    buf_free(&copied[i]);
     free(r2[i].given);
   }
-  free(copied);
   free(why);
   free(run);
   free(out1);

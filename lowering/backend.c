@@ -70,11 +70,6 @@ const char *backend_ptx_target(const char *target) {
   return t ? t->ptx_target : NULL;
 }
 
-const char *backend_cubin_arch(const char *target) {
-  const Target *t = target_get(target);
-  return t ? t->cubin_arch : NULL;
-}
-
 const char *backend_target_path(const char *target) {
   const Target *t = target_get(target);
   return t ? t->path : NULL;
@@ -253,22 +248,18 @@ static const char TWO_PER_SM[] = ".minnctapersm 2";
 int backend_ptx_chooses_occupancy(const char *ptx) { return ptx && strstr(ptx, TWO_PER_SM) != NULL; }
 
 int backend_can_assemble(Backend *be, const char *target) {
-  /* the cubin arches ptxas 13.0 knows are assembled (a failure then says
-   * why); another is asked once, whether this ptxas knows it */
-  const Target *t = target_get(target);
-  if (!t) return 0;
-  if (t->cubin_known) return 1;
-  const char *cubin = t->cubin_arch;
+  /* ptxas 13.0 knows sm_90a, sm_100a and sm_103a; sm_107a is asked */
+  if (strcmp(target, "sm_107a") != 0) return 1;
   for (int i = 0; i < be->nprobed; i++)
-    if (!strcmp(be->probed[i].target, cubin)) return be->probed[i].ok;
+    if (!strcmp(be->probed[i].target, target)) return be->probed[i].ok;
   char arch[64];
-  snprintf(arch, sizeof arch, "-arch=%s", cubin);
+  snprintf(arch, sizeof arch, "-arch=%s", target);
   Buf log;
   buf_init(&log);
   int ok = ptxas_query(be, arch, "--version", &log) == 0 && !strstr(log.data ? log.data : "", "not defined");
   buf_free(&log);
   if (be->nprobed < 8) {
-    snprintf(be->probed[be->nprobed].target, sizeof be->probed[0].target, "%s", cubin);
+    snprintf(be->probed[be->nprobed].target, sizeof be->probed[0].target, "%s", target);
     be->probed[be->nprobed++].ok = ok;
   }
   return ok;
@@ -322,7 +313,7 @@ static int run_ptxas(Backend *be, Diag *diag, KernelBinary *kb) {
   char in[1200], out[1200], arch[64];
   snprintf(in, sizeof in, "%s/kernel.ptx", dir);
   snprintf(out, sizeof out, "%s/kernel.cubin", dir);
-  snprintf(arch, sizeof arch, "-arch=%s", backend_cubin_arch(kb->target));
+  snprintf(arch, sizeof arch, "-arch=%s", kb->target);
   static const char *const files[] = {"kernel.ptx", "kernel.cubin"};
   if (write_file(in, kb->ptx, strlen(kb->ptx))) {
     diag_plain(diag, "cannot write %s", in);
@@ -371,26 +362,13 @@ int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, uns
   argv[na++] = create;
   for (int i = 0; i < n; i++) {
     const KernelBinary *kb = &bins[i];
-    /* an image is labelled with what it was made for: a cubin's arch (the
-     * family's for a family cubin, which the driver loads on each of its
-     * chips), a PTX target; chips that share a cubin share one image */
-    const char *sm = (kb->cubin ? backend_cubin_arch(kb->target) : kb->ptx_target) + 3; /* "90a" */
-    int dup = 0;
-    for (int j = 0; j < i && !dup; j++) {
-      const KernelBinary *o = &bins[j];
-      dup = kb->cubin ? o->cubin && o->cubin_len == kb->cubin_len && !memcmp(o->cubin, kb->cubin, kb->cubin_len) &&
-                            !strcmp(backend_cubin_arch(o->target), backend_cubin_arch(kb->target))
-                      : !o->cubin && !strcmp(o->ptx_target, kb->ptx_target) && !strcmp(o->ptx, kb->ptx);
-    }
-    if (dup) continue;
+    const char *sm = (kb->cubin ? kb->target : kb->ptx_target) + 3; /* "90a" */
     snprintf(names[i], sizeof names[i], "image%d.%s", i, kb->cubin ? "cubin" : "ptx");
     char path[2200];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     int w = kb->cubin ? write_file(path, kb->cubin, kb->cubin_len) : write_file(path, kb->ptx, strlen(kb->ptx));
     if (w) {
       diag_plain(diag, "cannot write %s", path);
-      files[nf++] = names[i];
-      remove_tmpdir(dir, files, nf);
       return -1;
     }
     files[nf++] = names[i];

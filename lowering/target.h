@@ -19,11 +19,7 @@
  * too (target_lowering_key) get the same PTX, which is generated once and
  * given to ptxas for each of them: on the portable path sm_90a has its own
  * PTX, and sm_100a, sm_103a and sm_107a share the sm_100f family's, all
- * from one lowering. Targets with the same PTX and the same `cubin_arch`
- * get the same cubin, which is assembled once: sm_100a and sm_103a share
- * one assembled for the sm_100f family (family cubins run on compute
- * capability 10.0 and 10.3 alike), while sm_107a, which ptxas 13.0 does
- * not know, ships the PTX for the driver to compile.
+ * from one lowering.
  */
 #ifndef CAKE_TARGET_H
 #define CAKE_TARGET_H
@@ -45,9 +41,6 @@ typedef enum {
 typedef struct Target {
   const char *name;        /* as --arch names it: "sm_90a" */
   const char *ptx_target;  /* the PTX target LLVM is asked for */
-  const char *cubin_arch;  /* what ptxas assembles for: the chip, or the family
-                            * whose cubins run on every chip of it */
-  int cubin_known;         /* ptxas 13.0 knows cubin_arch (else it is asked) */
   int smem_per_block;      /* dynamic shared memory one block may use, bytes */
   int smem_per_sm;         /* shared memory of one multiprocessor, bytes */
   int smem_reserved;       /* what the driver reserves per resident block, bytes */
