@@ -369,6 +369,8 @@ int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, uns
     int w = kb->cubin ? write_file(path, kb->cubin, kb->cubin_len) : write_file(path, kb->ptx, strlen(kb->ptx));
     if (w) {
       diag_plain(diag, "cannot write %s", path);
+      files[nf++] = names[i];
+      remove_tmpdir(dir, files, nf);
       return -1;
     }
     files[nf++] = names[i];
