@@ -366,14 +366,13 @@ int backend_fatbin(Backend *be, Diag *diag, const KernelBinary *bins, int n, uns
     snprintf(names[i], sizeof names[i], "image%d.%s", i, kb->cubin ? "cubin" : "ptx");
     char path[2200];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    files[nf++] = names[i]; /* removed with the directory, written or not */
     int w = kb->cubin ? write_file(path, kb->cubin, kb->cubin_len) : write_file(path, kb->ptx, strlen(kb->ptx));
     if (w) {
       diag_plain(diag, "cannot write %s", path);
-      files[nf++] = names[i];
       remove_tmpdir(dir, files, nf);
       return -1;
     }
-    files[nf++] = names[i];
     snprintf(imgs[i], sizeof imgs[i], "--image3=kind=%s,sm=%s,file=%s", kb->cubin ? "elf" : "ptx", sm, path);
     argv[na++] = imgs[i];
   }
