@@ -13,6 +13,8 @@
 #                             (GPU machine)   benchmarks (benchmarks/README.md)
 #   .carry/gpu.sh all         (GPU machine)   tests, memcheck, the training example
 #                                             and the benchmarks in one timed call
+#   .carry/gpu.sh compare     (GPU machine)   candidates from prepare-other against
+#                                             this tree: tests, benchmarks, in one call
 # The GPU machine needs CUDA and a driver but no LLVM/MLIR: everything is built
 # on the build machine and the .carry/ folder is copied over. Logs go to
 # $CAKE_OUT (default /tmp/cake-out).
@@ -208,6 +210,65 @@ case "${1:-}" in
     printf 'total %ss\n' $(( $(date +%s) - t0 )) | tee -a "$out/all-status.txt"
     [ $rc_run = 0 ] && [ $rc_san = 0 ] && [ $rc_ex = 0 ]
     ;;
+  compare)
+    # One call that weighs other revisions' packages (prepare-other) against
+    # this tree's within CAKE_COMPARE_SECONDS (default 540), each step cut to
+    # a share of what is left, the results tarred into $CAKE_OUT/results.tgz
+    # after every step (so that a call cut short still brings back what ran):
+    #   CAKE_COMPARE_TESTS="NAME..."   the GPU tests run --quick on each candidate
+    #   CAKE_COMPARE_TRAIN="NAME:SHAPES ..."  bench-train, ckpt, layer (NAME main:
+    #                                  this tree; fla: this tree with fla)
+    #   CAKE_COMPARE_FWD="NAME ..."    bench (layer; CAKE_COMPARE_VARIANTS) of this
+    #                                  tree with fla, then each candidate on the
+    #                                  same inputs with --compare (bit for bit)
+    #   then CAKE_COMPARE_TRAIN2 as CAKE_COMPARE_TRAIN, with what time is left.
+    # Candidates: NAME of .carry/other/NAME. The exit status is the tests'.
+    shift
+    mkdir -p "$out"
+    budget="${CAKE_COMPARE_SECONDS:-540}" t0=$(date +%s) rc=0
+    left() { echo $(( budget - ($(date +%s) - t0) )); }
+    pack() { tar -C "$out" -czf /tmp/cake-results.tgz --exclude results.tgz . 2>/dev/null && cp /tmp/cake-results.tgz "$out/results.tgz" || true; }
+    step() { echo "$1 rc=$2 $(( $(date +%s) - t0 ))s" >>"$out/compare-status.txt"; pack; }
+    pkg_of() { case "$1" in main|fla) echo .carry/package ;; *) echo ".carry/other/$1/package" ;; esac; }
+    train() {
+      local cs c sh extra
+      for cs in $1; do
+        c=${cs%%:*} sh=${cs#*:}
+        [ "$(left)" -gt 60 ] || break
+        extra=(--no-fla); [ "$c" = fla ] && extra=()
+        r=0
+        CAKE_OUT="$out/train-$c-$sh" timeout $(( $(left) / 2 )) bash "$0" bench-train --shapes "$sh" --variants layer \
+          --modes ckpt --package "$(pkg_of "$c")" "${extra[@]}" >"$out/train-$c-$sh.log" 2>&1 || r=$?
+        step "bench-train $c $sh" $r
+      done
+    }
+    for c in ${CAKE_COMPARE_CANDIDATES:-}; do
+      [ -n "${CAKE_COMPARE_TESTS:-}" ] || break
+      r=0
+      CAKE_OUT="$out/tests-$c" CAKE_PACKAGES=".carry/other/$c" CAKE_TESTS="$CAKE_COMPARE_TESTS" \
+        timeout $(( $(left) / 3 )) bash "$0" run --quick >"$out/tests-$c.log" 2>&1 || r=$?
+      [ $r = 0 ] || rc=1
+      step "tests $c" $r
+    done
+    train "${CAKE_COMPARE_TRAIN:-}"
+    if [ -n "${CAKE_COMPARE_FWD:-}" ] && [ "$(left)" -gt 60 ]; then
+      d=$(mktemp -d)
+      vars="${CAKE_COMPARE_VARIANTS:-layer}"
+      r=0
+      CAKE_OUT="$out/fwd-main" timeout $(( $(left) / 2 )) bash "$0" bench --shapes b,c --variants "$vars" --dump "$d" \
+        >"$out/fwd-main.log" 2>&1 || r=$?
+      step "bench main" $r
+      for c in $CAKE_COMPARE_FWD; do
+        r=0
+        CAKE_OUT="$out/fwd-$c" timeout $(( $(left) / 2 )) bash "$0" bench --shapes b,c --variants "$vars" --no-fla \
+          --package "$(pkg_of "$c")" --compare "$d" >"$out/fwd-$c.log" 2>&1 || r=$?
+        step "bench $c" $r
+      done
+      rm -rf "$d"
+    fi
+    train "${CAKE_COMPARE_TRAIN2:-}"
+    exit $rc
+    ;;
   bench-gdn)
     # Cake's gdn_fwd against fla's chunk_gated_delta_rule forward (benchmarks/bench_gdn.py); fla
     # from .anchor/fla (its GDN kernels autotune on the first call: not in the KDA cache)
@@ -255,5 +316,5 @@ case "${1:-}" in
     PYTHONUNBUFFERED=1 python3 benchmarks/bench_parts.py --lib .carry/lib/libcakert.so --package .carry/parts \
       --program kda_prep_parts "$@"
     ;;
-  *) echo "usage: $0 prepare | prepare-other REV [NAME] | all | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | bench-conv1d [bench_conv1d.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
+  *) echo "usage: $0 prepare | prepare-other REV [NAME] | all | compare | run [--seed N] [--quick] [--max-t N] | sanitize [--seed N] [--max-t N] | bench [bench_kda.py options] | bench-train [bench_kda_train.py options] | bench-gdn [bench_gdn.py options] | bench-kcp [bench_kcp options] | bench-conv1d [bench_conv1d.py options] | torch [--quick] [--seed N] | parts --dims T=..,H=.." >&2; exit 2 ;;
 esac
