@@ -126,6 +126,8 @@ typedef struct WinAddr {
    * part of a copy repeated for every chunk is computed once */
   MlirValue off_a, off_b;
   MlirValue valid;   /* i1, or null when always in range */
+  int safe;          /* the address is in bounds even where valid is false
+                      * (its row clamped into the chunk): loadable unguarded */
   MlirValue halo;    /* i1: the element is the halo's (a shifted window's row outside its fragment), or null */
   MlirValue hoff;    /* then its i64 offset in the halo */
   int contiguous;    /* the column lanes are adjacent in memory */
@@ -153,6 +155,7 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
   Mlb *b = &L->b;
   const CirTensor *t = in->tensor;
   WinAddr wa = {0};
+  wa.safe = 1;
   int free_axes[2], nf = 0;
   for (int i = 0; i < t->rank; i++)
     if (in->index[i].kind != IX_SCALAR) free_axes[nf++] = i;
@@ -172,6 +175,11 @@ static WinAddr window_addr(LK *L, const CirInst *in, MlirValue r, MlirValue c, i
         start = ci->start;
         idx = mlb_add(b, ci->start, coord);
         MlirValue ok = mlb_cmpi(b, "slt", idx, ci->end);
+        if (!ix->shift && !split) { /* a row past the chunk's end reads its last row (then masked) */
+          idx = mlb_bin(b, "arith.minsi", idx, mlb_bin(b, "arith.subi", ci->end, mlb_i32(b, 1)));
+        } else {
+          wa.safe = 0;
+        }
         if (ix->shift) { /* the token `shift` away, if it lies in the document too */
           CAKE_ASSERT(!mlirValueIsNull(ix->shift < 0 ? ci->doc_start : ci->doc_end));
           idx = mlb_add(b, idx, mlb_i32(b, ix->shift));
@@ -277,6 +285,7 @@ static MlirValue tensor_present(LK *L, MlirValue base) {
  * rows past the document end, and an absent optional tensor. */
 typedef struct WinPiece {
   MlirValue ptr, valid, present; /* valid/present may be null: always true */
+  int safe; /* ptr is in bounds even where valid is false (WinAddr.safe) */
   int first, lanes;
 } WinPiece;
 
@@ -298,6 +307,7 @@ static int window_pieces(LK *L, const CirInst *in, MlirValue r, MlirValue c, int
     p->ptr = win_ptr(L, in, &wa, per_lane ? 0 : l);
     p->present = present;
     p->valid = wa.valid;
+    p->safe = wa.safe && mlirValueIsNull(present) && mlirValueIsNull(wa.halo);
     if (!mlirValueIsNull(present))
       p->valid = mlirValueIsNull(p->valid) ? present : mlb_bin(b, "arith.andi", p->valid, present);
     p->first = l;
@@ -320,6 +330,10 @@ static Vals load_window(LK *L, const CirInst *in, MlirValue r, MlirValue c, int 
     MlirValue loaded;
     if (mlirValueIsNull(p->valid)) {
       loaded = mlb_load(b, lt, p->ptr, p->lanes * eb);
+    } else if (p->safe) { /* no branch: the load can be issued with its neighbours' */
+      MlirValue x = mlb_load(b, lt, p->ptr, p->lanes * eb);
+      MlirValue z = mlb_op1(b, "llvm.mlir.zero", lt, 0, NULL, 0, NULL);
+      loaded = mlb_select(b, p->valid, x, z);
     } else {
       MlbIf f;
       mlb_if_begin(b, &f, p->valid, 1, &lt);
@@ -713,6 +727,11 @@ void tile_loop(LK *L, const CirInst *v, int rows, int cols, int W, TileFn fn, vo
    * item costs special functions, whose temporaries take registers) */
   const CirInst *x = v->op == OP_STORE ? v->args[0] : v;
   int costly = 0, global = reads_global(L, x, &costly);
+  if (!global && home_of(L, x)->kind != H_FUSED) { /* a tile materialised: what its value reads */
+    if (x->op == OP_LOAD) global = x->ty.rank > 0;
+    if (!op_is_cheap(x->op)) costly = 1;
+    for (int j = 0; j < x->nargs; j++) global |= reads_global(L, x->args[j], &costly);
+  }
   strided_items(L, rows * (cols / W), global ? (costly ? BATCH_COSTLY : BATCH_CHEAP) : 1, tile_item, &t);
 }
 
