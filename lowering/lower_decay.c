@@ -9,7 +9,9 @@
  *     D = (a * exp(g - g[p])) (b * exp(g[p] - g))^T over the rows of I and J:
  *     both factors are <= 1 (r >= p > j), so the bf16 operands of the
  *     tensor-core product cannot overflow;
- *   diagonal blocks: element by element in fp32.
+ *   diagonal blocks: their lower-left 8x8 quarter (rows 16 d + 8 .., columns
+ *   16 d .. 16 d + 7) the same way, relative to row 16 d + 8; the two 8x8
+ *   triangles left element by element in fp32.
  * One phase stages b' = b * exp(g[16 (J + 1)] - g) for the rows of every
  * block J < C / 16 - 1 (its reference depends only on J); after one barrier
  * the off-diagonal tasks (I, J) run one per warp, each building its a' =
@@ -74,13 +76,17 @@ static MlirValue pack_bf16x2(LK *L, MlirValue lo, MlirValue hi) {
  * 1 and + 8), a' = a * exp(g - g[ref]), for each of the n operands a (the
  * decays computed once). */
 static void aprime_frags(LK *L, const View *A, int n, const View *G, MlirValue row0, MlirValue ref, MlirValue k0,
-                         MlirValue g4, MlirValue t4, MlirValue af[2][4]) {
+                         MlirValue g4, MlirValue t4, int lower_only, MlirValue af[2][4]) {
   Mlb *b = &L->b;
   MlirValue c0 = mlb_add(b, k0, mlb_mul_c(b, t4, 2));
   for (int half = 0; half < 2; half++) {
     MlirValue c = half ? mlb_add_c(b, c0, 8) : c0;
     Vals gp = view_vals(L, G, ref, c, 2);
     for (int up = 0; up < 2; up++) {
+      if (lower_only && !up) { /* rows 0 .. 7 left out (zero): their outputs are not used */
+        for (int o = 0; o < n; o++) af[o][half * 2] = mlb_i32(b, 0);
+        continue;
+      }
       MlirValue r = mlb_add(b, row0, up ? mlb_add_c(b, g4, 8) : g4);
       Vals gr = view_vals(L, G, r, c, 2);
       MlirValue e[2];
@@ -92,6 +98,24 @@ static void aprime_frags(LK *L, const View *A, int n, const View *G, MlirValue r
         af[o][half * 2 + up] = pack_bf16x2(L, y[0], y[1]);
       }
     }
+  }
+}
+
+/* Lane's B fragment (mma.m16n8k16, B held [N][K]: n = lane / 4, k = 2
+ * (lane % 4) + 0, 1 and + 8) of b' for the 8 rows from row0 and columns k0 ..
+ * k0 + 15, b' = b * exp(g[ref] - g). */
+static void bprime_frag(LK *L, const View *B, const View *G, MlirValue row0, MlirValue ref, MlirValue k0, MlirValue g4,
+                        MlirValue t4, MlirValue bf[2]) {
+  Mlb *b = &L->b;
+  MlirValue r = mlb_add(b, row0, g4);
+  MlirValue c0 = mlb_add(b, k0, mlb_mul_c(b, t4, 2));
+  for (int half = 0; half < 2; half++) {
+    MlirValue c = half ? mlb_add_c(b, c0, 8) : c0;
+    Vals gp = view_vals(L, G, ref, c, 2), gr = view_vals(L, G, r, c, 2), x = view_vals(L, B, r, c, 2);
+    MlirValue y[2];
+    for (int i = 0; i < 2; i++)
+      y[i] = mlb_bin(b, "arith.mulf", x.v[i], lk_exp(L, mlb_bin(b, "arith.subf", gp.v[i], gr.v[i])));
+    bf[half] = pack_bf16x2(L, y[0], y[1]);
   }
 }
 
@@ -113,11 +137,14 @@ static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) 
   L->acc = (AccCtx){0};
 }
 
-/* The lower triangles (s <= t) of the diagonal 16x16 blocks, in fp32:
- * D[16 d + t, 16 d + s] = sum_c a[r, c] b[j, c] exp(g[r, c] - g[j, c]).
- * A warp task is half of block d: its lane 8 p' + cg takes the pair
- * p = 4 (task % 2) + p' of rows, 15 - p (s = 0 .. 15 - p) then p (s = 0 ..
- * p): 17 elements in 17 steps for every lane. Channel group cg sums the
+/* The lower triangles (s <= t) of the diagonal TSxTS blocks (TS = 16, or 8
+ * when the diagonal 16x16 blocks' lower-left quarters go on tensor cores), in
+ * fp32: D[b + t, b + s] = sum_c a[r, c] b[j, c] exp(g[r, c] - g[j, c]).
+ * A warp task is half of 16x16 block d (TS = 16: its row pairs from 4 (task %
+ * 2)) or one of its two 8x8 triangles (TS = 8, b = 16 d + 8 (task % 2)): its
+ * lane 8 p' + cg takes the pair p of rows (p' + the pairs' start), TS - 1 - p
+ * (s = 0 .. TS - 1 - p) then p (s = 0 .. p): TS + 1 elements in TS + 1 steps
+ * for every lane. Channel group cg sums the
  * vectors cg, cg + 8, cg + 16, ... of W channels, in order, so the eight
  * groups of a step read one run of b and g of row 16 d + s, which the lanes
  * of that s share. A row's a and g stay in registers while its elements are
@@ -125,7 +152,7 @@ static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) 
  * butterfly over the eight groups then adds the partial sums (every lane
  * gets the same bits), and lane cg writes the steps i with i % 8 == cg. The
  * grouping does not depend on the block's size, so neither does the result. */
-enum { DG_GROUPS = 8, DG_STEPS = 17, DG_VECS = 16 };
+enum { DG_GROUPS = 8, DG_VECS = 16 };
 
 typedef struct RowOps {
   Vals a[2][DG_VECS], g[DG_VECS];
@@ -214,6 +241,13 @@ static void diag_elements(LK *L, const View *A, int nout, const View *B, const V
   mlb_for_end(b, &dg, 0, NULL);
 }
 
+/* The diagonal blocks go by lanes (diag_blocks) when each lane's share of
+ * a row's K channels fits its vectors; else element by element. */
+static int diag_by_lanes(int K) {
+  int CPL = K / DG_GROUPS, W = CPL % 4 == 0 ? 4 : 2;
+  return CPL / W <= DG_VECS;
+}
+
 /* b = x * s[:, None] read through its view (fused): x's own view and the
  * expand of s, so that a sum along b's row can apply s once. 0 otherwise. */
 static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
@@ -235,13 +269,13 @@ static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
 }
 
 static void diag_blocks(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
-                        int K, MlirValue lane, MlirValue warp, int first_warp) {
+                        int K, int TS, MlirValue lane, MlirValue warp, int first_warp) {
   Mlb *b = &L->b;
   int nw = L->nthreads / 32;
   int CPL = K / DG_GROUPS; /* channels per lane: K % 16 == 0, so even */
   int W = CPL % 4 == 0 ? 4 : 2;
   int NV = CPL / W;
-  if (NV > DG_VECS) { /* more channels than the lanes' vectors hold */
+  if (!diag_by_lanes(K)) { /* more channels than the lanes' vectors hold */
     diag_elements(L, A, nout, B, G, out, nb, K, first_warp);
     return;
   }
@@ -257,12 +291,16 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
   MlirValue t_hi = mlb_i32(b, 2 * nb);
   MlirValue t_step = mlb_i32(b, nw);
   mlb_for_begin(b, &tl, wt0, t_hi, t_step, 0, NULL);
+  /* task t: the triangle from row `base` (block t / 2, its half t % 2 when
+   * TS = 8), and the row pairs p from 4 (t % 2) when TS = 16 */
   MlirValue d16 = mlb_mul_c(b, mlb_bin_c(b, "arith.divui", tl.iv, 2), 16);
-  MlirValue p = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", tl.iv, 2), 4);
-  p = mlb_add(b, p, mlb_bin_c(b, "arith.divui", lane, DG_GROUPS));
+  MlirValue half = mlb_bin_c(b, "arith.remui", tl.iv, 2);
+  MlirValue base = TS == 8 ? mlb_add(b, d16, mlb_mul_c(b, half, 8)) : d16;
+  MlirValue p = mlb_bin_c(b, "arith.divui", lane, DG_GROUPS);
+  if (TS == 16) p = mlb_add(b, p, mlb_mul_c(b, half, 4));
   MlirValue cg = mlb_bin_c(b, "arith.remui", lane, DG_GROUPS);
-  MlirValue r1 = mlb_bin(b, "arith.subi", mlb_add_c(b, d16, 15), p);
-  MlirValue r2 = mlb_add(b, d16, p);
+  MlirValue r1 = mlb_bin(b, "arith.subi", mlb_add_c(b, base, TS - 1), p);
+  MlirValue r2 = mlb_add(b, base, p);
   MlirValue chan[DG_VECS];
   for (int k = 0; k < NV; k++) chan[k] = mlb_mul_c(b, mlb_add_c(b, cg, DG_GROUPS * k), W);
   RowOps ro;
@@ -271,19 +309,19 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
     row_ops(L, A, nout, G, r1, chan, NV, W, &ro);
     row_ops_flat(&ro, nout, NV, W, flat, 0);
   }
-  /* step i: row r1, s = i until the lane's switch at i = 16 - p; then row
-   * r2, s = i - 16 + p */
+  /* step i: row r1, s = i until the lane's switch at i = TS - p; then row
+   * r2, s = i - TS + p */
   MlbFor st;
   MlirValue s_lo = mlb_i32(b, 0);
-  MlirValue s_hi = mlb_i32(b, DG_STEPS);
+  MlirValue s_hi = mlb_i32(b, TS + 1);
   MlirValue s_step = mlb_i32(b, 1);
   mlb_for_begin(b, &st, s_lo, s_hi, s_step, carry ? nrow : 0, flat);
   MlirValue i = st.iv;
-  MlirValue sw_at = mlb_bin(b, "arith.subi", mlb_i32(b, 16), i);
+  MlirValue sw_at = mlb_bin(b, "arith.subi", mlb_i32(b, TS), i);
   MlirValue sw = mlb_cmpi(b, "sge", p, sw_at);
   MlirValue row = mlb_select(b, sw, r2, r1);
-  MlirValue s2 = mlb_add(b, p, mlb_add_c(b, i, -16));
-  MlirValue col = mlb_add(b, d16, mlb_select(b, sw, s2, i));
+  MlirValue s2 = mlb_add(b, p, mlb_add_c(b, i, -TS));
+  MlirValue col = mlb_add(b, base, mlb_select(b, sw, s2, i));
   if (carry) {
     MlirValue cur[64];
     for (int e = 0; e < nrow; e++) cur[e] = st.iter[e];
@@ -397,7 +435,7 @@ void lower_decay(LK *L, const CirInst *in) {
       MlirValue af[2][4];
       MlirValue row0 = mlb_i32(b, 16 * I);
       MlirValue ref = mlb_i32(b, 16 * (J + 1));
-      aprime_frags(L, A, nout, &G, row0, ref, k0, g4, t4, af);
+      aprime_frags(L, A, nout, &G, row0, ref, k0, g4, t4, 0, af);
       /* B held [N][K]: rows 16 J .. 16 J + 15 of b'; matrices q = lane / 8:
        * rows + (q / 2) * 8, cols k0 + (q % 2) * 8 */
       MlirValue q = mlb_bin(b, "arith.divui", lane, mlb_i32(b, 8));
@@ -430,6 +468,47 @@ void lower_decay(LK *L, const CirInst *in) {
       mlb_if_end(b, &mine, 0, NULL);
     }
 
+  /* the lower-left 8x8 quarter of every diagonal block (rows 16 d + 8 ..
+   * 16 d + 15, columns 16 d .. 16 d + 7) on tensor cores as well, relative
+   * to row 16 d + 8: both factors are <= 1 there too. One task per block,
+   * from the warp after the off-diagonal tasks'; its A rows 0 .. 7 are zero
+   * and their outputs dropped. The two 8x8 triangles left are diag_blocks'
+   * (TS = 8). Not where the diagonal goes element by element. */
+  int quarter = diag_by_lanes(K);
+  for (int d = 0; quarter && d < nb; d++, task++) {
+    MlbIf mine;
+    mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
+    MlirValue zero = mlb_f32(b, 0.0), init[8];
+    for (int e = 0; e < 4 * nout; e++) init[e] = zero;
+    MlbFor kl;
+    MlirValue k_lo = mlb_i32(b, 0);
+    MlirValue k_hi = mlb_i32(b, K);
+    MlirValue k_step = mlb_i32(b, 16);
+    mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 4 * nout, init);
+    MlirValue k0 = kl.iv;
+    MlirValue row0 = mlb_i32(b, 16 * d);
+    MlirValue ref = mlb_i32(b, 16 * d + 8);
+    MlirValue af[2][4], bf[2];
+    aprime_frags(L, A, nout, &G, row0, ref, k0, g4, t4, 1, af);
+    bprime_frag(L, &B, &G, row0, ref, k0, g4, t4, bf);
+    MlirValue acc[8];
+    for (int o = 0; o < nout; o++) {
+      MlirOperation mma = mma_sync(L, DT_BF16, af[o], bf, &kl.iter[o * 4]);
+      for (int e = 0; e < 4; e++) acc[o * 4 + e] = mlb_extract(b, mlb_res(mma, 0), e, b->f32);
+    }
+    mlb_for_end(b, &kl, 4 * nout, acc);
+    for (int o = 0; o < nout; o++) {
+      MlirValue col = mlb_add_c(b, mlb_mul_c(b, t4, 2), 16 * d);
+      MlirValue row = mlb_add_c(b, g4, 16 * d + 8);
+      Vals x = {.n = 2};
+      x.v[0] = mlb_res(kl.op, o * 4 + 2);
+      x.v[1] = mlb_res(kl.op, o * 4 + 3);
+      put_out(L, &out[o], row, col, x);
+    }
+    mlb_if_else(b, &mine, 0, NULL);
+    mlb_if_end(b, &mine, 0, NULL);
+  }
+
   /* zeros above the diagonal */
   MlbFor el;
   MlirValue el_hi = mlb_i32(b, C * C);
@@ -448,5 +527,5 @@ void lower_decay(LK *L, const CirInst *in) {
   mlb_for_end(b, &el, 0, NULL);
   /* the diagonal blocks' lower triangles: warp tasks from the first warp
    * after the off-diagonal tasks' */
-  diag_blocks(L, A, nout, &B, &G, out, nb, K, lane, warp, task % nw);
+  diag_blocks(L, A, nout, &B, &G, out, nb, K, quarter ? 8 : 16, lane, warp, task % nw);
 }

@@ -1,5 +1,7 @@
-// decay_dot's diagonal 16x16 blocks: a warp task pairs row 15 - p with row
-// p of a block (17 elements for every lane, in a loop of 17 steps), eight
+// decay_dot's diagonal 16x16 blocks: their lower-left 8x8 quarter on tensor
+// cores (one mma.m16n8k16 per 16 channels), the two 8x8 triangles left by
+// lanes: a warp task pairs row 7 - p with row p of a triangle (9 elements for
+// every lane, in a loop of 9 steps), eight
 // lanes split each element's channels, and a fixed butterfly over them
 // (xor 4, 2, 1) adds their partial sums before the one write. b's row scale
 // (kn = k * rsqrt(...)[:, None]) is applied once per element, after the
@@ -20,7 +22,8 @@ kernel diag over (c in chunks, h in H) {
   store a[c, h, :] = tril(decay_dot(kn, kn, G), -1) as bf16
 }
 // CHECK-LABEL: // ---- kernel diag_
-// CHECK: [[STEPS:%c17_i32[_0-9]*]] = arith.constant 17 : i32
+// CHECK: nvvm.mma.sync
+// CHECK: [[STEPS:%c9_i32[_0-9]*]] = arith.constant 9 : i32
 // CHECK: scf.for %{{.*}} = %{{.*}} to [[STEPS]] step
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: [[S4:%shuffleResult[_0-9]*]], %{{.*}} = gpu.shuffle  xor [[X0:%[0-9]+]], %c4_i32
