@@ -72,7 +72,9 @@ case "${1:-}" in
     ;;
   prepare-other)
     # REV's compiler (built in a worktree under build/other/NAME) compiles
-    # the GPU tests' packages and the benchmarked programs for sm_90a into
+    # REV's specs and test programs (so a change to a spec is weighed as well
+    # as one to the compiler; their interfaces must be this tree's, whose
+    # tests and benchmarks run them) for sm_90a into
     # .carry/other/NAME.tar.xz, to run beside this tree's: the tests with
     # CAKE_PACKAGES=.carry/other/NAME, a benchmark with --package
     # .carry/other/NAME/package (and --compare for bitwise equality).
@@ -84,15 +86,16 @@ case "${1:-}" in
     else git -C "$wt/src" checkout -q --detach "$rev"; fi
     cmake -S "$wt/src" -B "$wt/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build "$wt/build" -j2 --target cakec >/dev/null
-    o=".carry/other/$name" cc="$wt/build/bin/cakec"
+    o="$PWD/.carry/other/$name" cc="$PWD/$wt/build/bin/cakec"
     rm -rf "$o" && mkdir -p "$o/ops"
-    "$cc" specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/conv1d/*.cake \
-      specs/deltanet/*.cake 2>/dev/null) tests/unit/kcp/kda_kcp_fwd.cake tests/unit/kcp/kcp_send.cake --arch=sm_90a \
-      -o "$o/package"
-    "$cc" tests/gpu/ops.cake --arch=sm_90a -o "$o/ops/package" && cp tests/gpu/ops.cake "$o/ops/"
+    (cd "$wt/src" &&
+      "$cc" specs/first/first.cake $(ls specs/kda/*.cake specs/gdn/*.cake specs/gla/*.cake specs/conv1d/*.cake \
+        specs/deltanet/*.cake 2>/dev/null) tests/unit/kcp/kda_kcp_fwd.cake tests/unit/kcp/kcp_send.cake --arch=sm_90a \
+        -o "$o/package" &&
+      "$cc" tests/gpu/ops.cake --arch=sm_90a -o "$o/ops/package" && cp tests/gpu/ops.cake "$o/ops/")
     tar -C .carry/other -cf - "$name" | xz -9 -T2 >"$o.tar.xz"
     rm -rf "$o"
-    du -sh "$o.tar.xz"
+    du -sh ".carry/other/$name.tar.xz"
     ;;
   run)
     shift
