@@ -378,6 +378,19 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
   mlb_for_end(b, &tl, 0, NULL);
 }
 
+/* A warp task's start: `if (warp == task % nw)`, then a loop over K in steps
+ * of 16 carrying nacc f32 accumulators from zero. */
+static void task_k_loop_begin(LK *L, MlbIf *mine, MlbFor *kl, MlirValue warp, int task, int nw, int K, int nacc) {
+  Mlb *b = &L->b;
+  mlb_if_begin(b, mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
+  MlirValue zero = mlb_f32(b, 0.0), init[16];
+  for (int e = 0; e < nacc; e++) init[e] = zero;
+  MlirValue k_lo = mlb_i32(b, 0);
+  MlirValue k_hi = mlb_i32(b, K);
+  MlirValue k_step = mlb_i32(b, 16);
+  mlb_for_begin(b, kl, k_lo, k_hi, k_step, nacc, init);
+}
+
 void lower_decay(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   Home *h = home_of(L, in);
@@ -422,14 +435,8 @@ void lower_decay(LK *L, const CirInst *in) {
   for (int I = 1; I < nb; I++)
     for (int J = 0; J < I; J++, task++) {
       MlbIf mine;
-      mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
-      MlirValue zero = mlb_f32(b, 0.0), init[16];
-      for (int e = 0; e < 8 * nout; e++) init[e] = zero;
       MlbFor kl;
-      MlirValue k_lo = mlb_i32(b, 0);
-      MlirValue k_hi = mlb_i32(b, K);
-      MlirValue k_step = mlb_i32(b, 16);
-      mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 8 * nout, init);
+      task_k_loop_begin(L, &mine, &kl, warp, task, nw, K, 8 * nout);
       MlirValue k0 = kl.iv;
       /* A: a' of block I relative to row 16 (J + 1), built in registers */
       MlirValue af[2][4];
@@ -477,14 +484,8 @@ void lower_decay(LK *L, const CirInst *in) {
   int quarter = diag_by_lanes(K);
   for (int d = 0; quarter && d < nb; d++, task++) {
     MlbIf mine;
-    mlb_if_begin(b, &mine, mlb_cmpi(b, "eq", warp, mlb_i32(b, task % nw)), 0, NULL);
-    MlirValue zero = mlb_f32(b, 0.0), init[8];
-    for (int e = 0; e < 4 * nout; e++) init[e] = zero;
     MlbFor kl;
-    MlirValue k_lo = mlb_i32(b, 0);
-    MlirValue k_hi = mlb_i32(b, K);
-    MlirValue k_step = mlb_i32(b, 16);
-    mlb_for_begin(b, &kl, k_lo, k_hi, k_step, 4 * nout, init);
+    task_k_loop_begin(L, &mine, &kl, warp, task, nw, K, 4 * nout);
     MlirValue k0 = kl.iv;
     MlirValue row0 = mlb_i32(b, 16 * d);
     MlirValue ref = mlb_i32(b, 16 * d + 8);
