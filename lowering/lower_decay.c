@@ -137,14 +137,12 @@ static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) 
   L->acc = (AccCtx){0};
 }
 
-/* The lower triangles (s <= t) of the diagonal TSxTS blocks (TS = 16, or 8
- * when the diagonal 16x16 blocks' lower-left quarters go on tensor cores), in
- * fp32: D[b + t, b + s] = sum_c a[r, c] b[j, c] exp(g[r, c] - g[j, c]).
- * A warp task is half of 16x16 block d (TS = 16: its row pairs from 4 (task %
- * 2)) or one of its two 8x8 triangles (TS = 8, b = 16 d + 8 (task % 2)): its
- * lane 8 p' + cg takes the pair p of rows (p' + the pairs' start), TS - 1 - p
- * (s = 0 .. TS - 1 - p) then p (s = 0 .. p): TS + 1 elements in TS + 1 steps
- * for every lane. Channel group cg sums the
+/* The lower triangles (s <= t) of the 8x8 blocks on the diagonal (what the
+ * diagonal 16x16 blocks leave once their lower-left quarters have gone on
+ * tensor cores), in fp32: D[b + t, b + s] = sum_c a[r, c] b[j, c] exp(g[r, c]
+ * - g[j, c]). A warp task is one 8x8 triangle, b = 16 d + 8 (task % 2) of
+ * block d = task / 2: its lane 8 p + cg takes the pair p of rows, 7 - p (s =
+ * 0 .. 7 - p) then p (s = 0 .. p): 9 elements in 9 steps for every lane. Channel group cg sums the
  * vectors cg, cg + 8, cg + 16, ... of W channels, in order, so the eight
  * groups of a step read one run of b and g of row 16 d + s, which the lanes
  * of that s share. A row's a and g stay in registers while its elements are
@@ -152,7 +150,7 @@ static void put_out(LK *L, const DecayOut *o, MlirValue r, MlirValue c, Vals x) 
  * butterfly over the eight groups then adds the partial sums (every lane
  * gets the same bits), and lane cg writes the steps i with i % 8 == cg. The
  * grouping does not depend on the block's size, so neither does the result. */
-enum { DG_GROUPS = 8, DG_VECS = 16 };
+enum { DG_GROUPS = 8, DG_VECS = 16, DG_TRI = 8 };
 
 typedef struct RowOps {
   Vals a[2][DG_VECS], g[DG_VECS];
@@ -241,11 +239,14 @@ static void diag_elements(LK *L, const View *A, int nout, const View *B, const V
   mlb_for_end(b, &dg, 0, NULL);
 }
 
-/* The diagonal blocks go by lanes (diag_blocks) when each lane's share of
- * a row's K channels fits its vectors; else element by element. */
-static int diag_by_lanes(int K) {
-  int CPL = K / DG_GROUPS, W = CPL % 4 == 0 ? 4 : 2;
-  return CPL / W <= DG_VECS;
+/* A lane's share of a row's K channels in diag_blocks: NV vectors of W
+ * (K % 16 == 0, so the share is even). The diagonal goes by lanes when they
+ * fit its vectors; else element by element. */
+static int diag_by_lanes(int K, int *W, int *NV) {
+  int CPL = K / DG_GROUPS;
+  *W = CPL % 4 == 0 ? 4 : 2;
+  *NV = CPL / *W;
+  return *NV <= DG_VECS;
 }
 
 /* b = x * s[:, None] read through its view (fused): x's own view and the
@@ -269,16 +270,12 @@ static int row_scaled(LK *L, const View *v, View *x, const CirInst **s) {
 }
 
 static void diag_blocks(LK *L, const View *A, int nout, const View *B, const View *G, const DecayOut *out, int nb,
-                        int K, int TS, MlirValue lane, MlirValue warp, int first_warp) {
+                        int K, MlirValue lane, MlirValue warp, int first_warp) {
   Mlb *b = &L->b;
   int nw = L->nthreads / 32;
-  int CPL = K / DG_GROUPS; /* channels per lane: K % 16 == 0, so even */
-  int W = CPL % 4 == 0 ? 4 : 2;
-  int NV = CPL / W;
-  if (!diag_by_lanes(K)) { /* more channels than the lanes' vectors hold */
-    diag_elements(L, A, nout, B, G, out, nb, K, first_warp);
-    return;
-  }
+  int CPL = K / DG_GROUPS, W, NV;
+  int fits = diag_by_lanes(K, &W, &NV); /* lower_decay chose this form */
+  CAKE_ASSERT(fits);
   /* b's row scale, when it has one, once per element rather than per term */
   View Bx = *B;
   const CirInst *bscale = NULL;
@@ -291,15 +288,13 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
   MlirValue t_hi = mlb_i32(b, 2 * nb);
   MlirValue t_step = mlb_i32(b, nw);
   mlb_for_begin(b, &tl, wt0, t_hi, t_step, 0, NULL);
-  /* task t: the triangle from row `base` (block t / 2, its half t % 2 when
-   * TS = 8), and the row pairs p from 4 (t % 2) when TS = 16 */
+  /* task t: the triangle from row `base`, block t / 2, its half t % 2 */
   MlirValue d16 = mlb_mul_c(b, mlb_bin_c(b, "arith.divui", tl.iv, 2), 16);
   MlirValue half = mlb_bin_c(b, "arith.remui", tl.iv, 2);
-  MlirValue base = TS == 8 ? mlb_add(b, d16, mlb_mul_c(b, half, 8)) : d16;
+  MlirValue base = mlb_add(b, d16, mlb_mul_c(b, half, 8));
   MlirValue p = mlb_bin_c(b, "arith.divui", lane, DG_GROUPS);
-  if (TS == 16) p = mlb_add(b, p, mlb_mul_c(b, half, 4));
   MlirValue cg = mlb_bin_c(b, "arith.remui", lane, DG_GROUPS);
-  MlirValue r1 = mlb_bin(b, "arith.subi", mlb_add_c(b, base, TS - 1), p);
+  MlirValue r1 = mlb_bin(b, "arith.subi", mlb_add_c(b, base, DG_TRI - 1), p);
   MlirValue r2 = mlb_add(b, base, p);
   MlirValue chan[DG_VECS];
   for (int k = 0; k < NV; k++) chan[k] = mlb_mul_c(b, mlb_add_c(b, cg, DG_GROUPS * k), W);
@@ -309,18 +304,18 @@ static void diag_blocks(LK *L, const View *A, int nout, const View *B, const Vie
     row_ops(L, A, nout, G, r1, chan, NV, W, &ro);
     row_ops_flat(&ro, nout, NV, W, flat, 0);
   }
-  /* step i: row r1, s = i until the lane's switch at i = TS - p; then row
-   * r2, s = i - TS + p */
+  /* step i: row r1, s = i until the lane's switch at i = 8 - p; then row
+   * r2, s = i - 8 + p */
   MlbFor st;
   MlirValue s_lo = mlb_i32(b, 0);
-  MlirValue s_hi = mlb_i32(b, TS + 1);
+  MlirValue s_hi = mlb_i32(b, DG_TRI + 1);
   MlirValue s_step = mlb_i32(b, 1);
   mlb_for_begin(b, &st, s_lo, s_hi, s_step, carry ? nrow : 0, flat);
   MlirValue i = st.iv;
-  MlirValue sw_at = mlb_bin(b, "arith.subi", mlb_i32(b, TS), i);
+  MlirValue sw_at = mlb_bin(b, "arith.subi", mlb_i32(b, DG_TRI), i);
   MlirValue sw = mlb_cmpi(b, "sge", p, sw_at);
   MlirValue row = mlb_select(b, sw, r2, r1);
-  MlirValue s2 = mlb_add(b, p, mlb_add_c(b, i, -TS));
+  MlirValue s2 = mlb_add(b, p, mlb_add_c(b, i, -DG_TRI));
   MlirValue col = mlb_add(b, base, mlb_select(b, sw, s2, i));
   if (carry) {
     MlirValue cur[64];
@@ -480,8 +475,8 @@ void lower_decay(LK *L, const CirInst *in) {
    * to row 16 d + 8: both factors are <= 1 there too. One task per block,
    * from the warp after the off-diagonal tasks'; its A rows 0 .. 7 are zero
    * and their outputs dropped. The two 8x8 triangles left are diag_blocks'
-   * (TS = 8). Not where the diagonal goes element by element. */
-  int quarter = diag_by_lanes(K);
+   * Not where the diagonal goes element by element (diag_elements). */
+  int W_, NV_, quarter = diag_by_lanes(K, &W_, &NV_);
   for (int d = 0; quarter && d < nb; d++, task++) {
     MlbIf mine;
     MlbFor kl;
@@ -528,5 +523,6 @@ void lower_decay(LK *L, const CirInst *in) {
   mlb_for_end(b, &el, 0, NULL);
   /* the diagonal blocks' lower triangles: warp tasks from the first warp
    * after the off-diagonal tasks' */
-  diag_blocks(L, A, nout, &B, &G, out, nb, K, quarter ? 8 : 16, lane, warp, task % nw);
+  if (quarter) diag_blocks(L, A, nout, &B, &G, out, nb, K, lane, warp, task % nw);
+  else diag_elements(L, A, nout, &B, &G, out, nb, K, task % nw);
 }

@@ -234,7 +234,7 @@ case "${1:-}" in
     step() { echo "$1 rc=$2 $(( $(date +%s) - t0 ))s" >>"$out/compare-status.txt"; pack; }
     pkg_of() { case "$1" in main|fla) echo .carry/package ;; *) echo ".carry/other/$1/package" ;; esac; }
     train() {
-      local cs c sh extra
+      local cs c sh extra r
       for cs in $1; do
         c=${cs%%:*} sh=${cs#*:}
         [ "$(left)" -gt 60 ] || break
