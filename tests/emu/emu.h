@@ -1,0 +1,39 @@
+/* emu.h - a functional emulator of the PTX the compiler generates, so that
+ * the GPU tests can run the generated kernels on a CPU (tests/emu/README.md).
+ *
+ * It runs one kernel entry of one PTX module: every block in turn, each
+ * block's threads one at a time up to the next synchronisation point (a
+ * block barrier, or a warp-collective instruction, which runs for the whole
+ * warp at once). Asynchronous copies land at the latest moment their wait
+ * allows. Every global access is checked against the live allocations and
+ * every shared access against the block's shared memory; a fault, a
+ * divergent collective or a barrier that cannot be passed stops the launch
+ * with a message naming the instruction, the block and the thread. */
+#ifndef CAKE_EMU_H
+#define CAKE_EMU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct EmuKernel EmuKernel;
+
+/* the global memory the kernel may touch: find() gives the live allocation
+ * [*lo, *hi) that holds addr and returns 0, or returns -1 */
+typedef struct {
+  int (*find)(void *ctx, uint64_t addr, uint64_t *lo, uint64_t *hi);
+  void *ctx;
+} EmuMemory;
+
+/* Parses the entry NAME of the PTX text (one module). NULL with a message
+ * in err when the text has no such entry or uses what the emulator lacks. */
+EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char *err, size_t errn);
+void emu_kernel_free(EmuKernel *k);
+int emu_kernel_nparams(const EmuKernel *k);
+/* bytes of parameter i (as cuLaunchKernel's kernelParams[i] points to) */
+size_t emu_kernel_param_size(const EmuKernel *k, int i);
+
+/* Runs the kernel; 0 on success, else -1 with a message in err. */
+int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
+               void **params, const EmuMemory *mem, char *err, size_t errn);
+
+#endif
