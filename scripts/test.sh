@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # test.sh - build what is needed, then run every test:
 #   1. build/ (the normal build): ctest - unit tests, the lit suite, the
-#      install test; with clang-22, scripts/check_eval_order.py;
+#      install test, the GPU tests on the PTX emulator (label emu:
+#      tests/emu/README.md); with clang-22, scripts/check_eval_order.py;
 #   2. build-asan/ (ASan + UBSan, clang-22 when present, else the default
-#      compiler): the unit tests and the whole lit suite, every sanitizer
+#      compiler): the unit tests and the whole lit suite (not the emulated
+#      GPU tests, which the sanitizers would slow several times), every sanitizer
 #      report fatal (it aborts, so it fails negative tests too); when the two
 #      builds come from different C compilers, their MLIR of every spec must
 #      be the same (scripts/compare_emit.sh);
@@ -47,7 +49,7 @@ if [ "${CAKE_TEST_SANITIZE:-1}" != 0 ]; then
   export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
   export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
   # unit tests, lit (with tests/lit/sanitizer: a report aborts) and the fuzz seeds once each
-  ctest --test-dir build-asan --output-on-failure
+  ctest --test-dir build-asan --output-on-failure -LE emu
   # built by another C compiler, cakec must emit the same MLIR for every spec
   id_a=$(grep -h '^CMAKE_C_COMPILER:' build/CMakeCache.txt) id_b=$(grep -h '^CMAKE_C_COMPILER:' build-asan/CMakeCache.txt)
   if [ "$id_a" != "$id_b" ]; then

@@ -15,10 +15,12 @@
 #include "emu.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
   OP_ADD, OP_SUB, OP_MUL, OP_MAD, OP_DIV, OP_REM, OP_MIN, OP_MAX, OP_ABS, OP_NEG, OP_AND, OP_OR, OP_XOR, OP_NOT,
@@ -1502,51 +1504,105 @@ static int run_block(Ctx *C) {
   }
 }
 
+/* one worker: blocks w, w + n, ... of the grid, each in its own context */
+typedef struct {
+  Ctx C;
+  unsigned long long first, step, nblocks;
+  int *stop;
+  unsigned long long failed_block; /* the first block that failed, or nblocks */
+  char err[1200];
+} Worker;
+
+static void *work(void *arg) {
+  Worker *W = arg;
+  Ctx *C = &W->C;
+  W->failed_block = W->nblocks;
+  for (unsigned long long b = W->first; b < W->nblocks && !__atomic_load_n(W->stop, __ATOMIC_RELAXED); b += W->step) {
+    C->bidx[0] = (unsigned)(b % C->grid[0]);
+    C->bidx[1] = (unsigned)(b / C->grid[0] % C->grid[1]);
+    C->bidx[2] = (unsigned)(b / ((unsigned long long)C->grid[0] * C->grid[1]));
+    memset(C->smem, 0xff, C->shared_bytes); /* what a block finds there is not zero */
+    if (run_block(C)) {
+      W->failed_block = b;
+      __atomic_store_n(W->stop, 1, __ATOMIC_RELAXED);
+      break;
+    }
+  }
+  return NULL;
+}
+
+static int worker_count(unsigned long long nblocks) {
+  const char *env = getenv("CAKE_EMU_THREADS");
+  long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > 64) n = 64;
+  if ((unsigned long long)n > nblocks) n = (long)nblocks;
+  return (int)n;
+}
+
 int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
                void **params, const EmuMemory *mem, char *err, size_t errn) {
-  Ctx C;
-  memset(&C, 0, sizeof C);
-  C.k = k;
-  C.mem = mem;
-  C.err = err;
-  C.errn = errn;
-  C.shared_bytes = shared_bytes;
   unsigned long long nt = (unsigned long long)block[0] * block[1] * block[2];
   if (!nt || nt > 1024) {
     snprintf(err, errn, "%s: a block of %llu threads", k->name, nt);
     return -1;
   }
-  for (int d = 0; d < 3; d++) {
-    C.grid[d] = grid[d];
-    C.block[d] = block[d];
-    if (!grid[d]) {
-      snprintf(err, errn, "%s: an empty grid", k->name);
-      return -1;
+  if (!grid[0] || !grid[1] || !grid[2]) {
+    snprintf(err, errn, "%s: an empty grid", k->name);
+    return -1;
+  }
+  unsigned long long nblocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+  int nw = worker_count(nblocks);
+  unsigned char *pbuf = calloc(1, k->param_bytes + 1);
+  Worker *W = calloc((size_t)nw, sizeof *W);
+  int stop = 0;
+  int rc = 0;
+  if (!pbuf || !W) rc = -1;
+  for (int i = 0; !rc && i < k->nparams; i++) memcpy(pbuf + k->params[i].offset, params[i], k->params[i].size);
+  for (int w = 0; !rc && w < nw; w++) {
+    Ctx *C = &W[w].C;
+    C->k = k, C->mem = mem, C->err = W[w].err, C->errn = sizeof W[w].err, C->shared_bytes = shared_bytes;
+    for (int d = 0; d < 3; d++) C->grid[d] = grid[d], C->block[d] = block[d];
+    C->nthreads = (int)nt;
+    C->params = pbuf;
+    C->regs = calloc((size_t)nt * (size_t)k->nregs, sizeof *C->regs);
+    C->th = calloc((size_t)nt, sizeof *C->th);
+    C->smem = malloc(shared_bytes + 16);
+    if (!C->regs || !C->th || !C->smem) rc = -1;
+    W[w].first = (unsigned long long)w, W[w].step = (unsigned long long)nw, W[w].nblocks = nblocks, W[w].stop = &stop;
+  }
+  if (rc) snprintf(err, errn, "%s: out of memory for a block", k->name);
+  else {
+    /* blocks share nothing but global memory, and a correct kernel does not
+     * race on it between blocks: the split cannot change what is computed */
+    pthread_t tids[64];
+    int started = 0;
+    for (int w = 1; w < nw; w++)
+      if (pthread_create(&tids[w], NULL, work, &W[w]) == 0) started = w;
+      else break;
+    if (started < nw - 1) { /* fewer threads: the rest run here, in turn */
+      for (int w = started + 1; w < nw; w++) work(&W[w]);
+    }
+    work(&W[0]);
+    for (int w = 1; w <= started; w++) pthread_join(tids[w], NULL);
+    unsigned long long first = nblocks;
+    int fw = -1;
+    for (int w = 0; w < nw; w++)
+      if (W[w].failed_block < first) first = W[w].failed_block, fw = w;
+    if (fw >= 0) {
+      snprintf(err, errn, "%s", W[fw].err);
+      rc = -1;
     }
   }
-  C.nthreads = (int)nt;
-  C.params = calloc(1, k->param_bytes + 1);
-  for (int i = 0; i < k->nparams; i++) memcpy(C.params + k->params[i].offset, params[i], k->params[i].size);
-  C.regs = calloc((size_t)nt * (size_t)k->nregs, sizeof *C.regs);
-  C.th = calloc((size_t)nt, sizeof *C.th);
-  C.smem = malloc(shared_bytes + 16);
-  int rc = 0;
-  if (!C.params || !C.regs || !C.th || !C.smem) {
-    snprintf(err, errn, "%s: out of memory for a block", k->name);
-    rc = -1;
+  for (int w = 0; W && w < nw; w++) {
+    Ctx *C = &W[w].C;
+    if (C->th)
+      for (int i = 0; i < (int)nt; i++) free(C->th[i].copies);
+    free(C->th);
+    free(C->regs);
+    free(C->smem);
   }
-  for (unsigned z = 0; !rc && z < grid[2]; z++)
-    for (unsigned y = 0; !rc && y < grid[1]; y++)
-      for (unsigned x = 0; !rc && x < grid[0]; x++) {
-        C.bidx[0] = x, C.bidx[1] = y, C.bidx[2] = z;
-        memset(C.smem, 0xff, shared_bytes); /* what a block finds there is not zero */
-        rc = run_block(&C);
-      }
-  if (C.th)
-    for (int i = 0; i < (int)nt; i++) free(C.th[i].copies);
-  free(C.th);
-  free(C.regs);
-  free(C.smem);
-  free(C.params);
+  free(W);
+  free(pbuf);
   return rc;
 }
