@@ -804,7 +804,17 @@ typedef struct {
   uint32_t dst, n, srcn;
   uint64_t src;
   int group, ins;
+  uint32_t epoch; /* the barrier interval it was issued in */
 } Copy;
+
+/* the race check's record of one 2-byte unit of shared memory: the last
+ * write and the last read, each with its barrier interval (epoch), thread
+ * and that thread's warp's count of collectives at the time */
+typedef struct {
+  uint32_t we, re, wwc, rwc;
+  uint16_t wt, rt;
+} Shadow;
+enum { MANY_READERS = 0xffff };
 
 typedef struct {
   int pc, st, bar, bar_count;
@@ -826,6 +836,9 @@ typedef struct {
   char *err;
   size_t errn;
   int failed;
+  Shadow *shadow; /* NULL: no race check */
+  uint32_t epoch;
+  uint32_t *wcoll; /* collectives per warp */
 } Ctx;
 
 static int fail(Ctx *C, int tid, int ins, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -869,6 +882,45 @@ static inline void *sptr(Ctx *C, uint64_t a, uint64_t n, int tid, int ins) {
   return C->smem + a;
 }
 
+/* Shared-memory races: two threads touch the same bytes, at least one
+ * writing, with no block barrier between (the same warp's collective
+ * instructions order its lanes). Checked at every shared load and store,
+ * ldmatrix row and asynchronous copy's landing. */
+static inline int ordered(Ctx *C, int a, uint32_t a_wc, int b) {
+  return a == b || (a / 32 == b / 32 && C->wcoll[b / 32] > a_wc);
+}
+
+static int race_read(Ctx *C, int tid, uint64_t addr, uint64_t n, int ins) {
+  if (!C->shadow) return 0;
+  uint32_t wc = C->wcoll[tid / 32];
+  for (uint64_t u = addr / 2; u < (addr + n + 1) / 2; u++) {
+    Shadow *sh = &C->shadow[u];
+    if (sh->we == C->epoch && !ordered(C, sh->wt, sh->wwc, tid))
+      return fail(C, tid, ins, "shared memory race: reads byte %llu, which thread %d wrote since the last barrier",
+                  (unsigned long long)(2 * u), sh->wt);
+    if (sh->re != C->epoch) sh->re = C->epoch, sh->rt = (uint16_t)tid, sh->rwc = wc;
+    else if (sh->rt != tid) sh->rt = MANY_READERS;
+  }
+  return 0;
+}
+
+/* a write by tid; since: the first epoch the write may have happened in */
+static int race_write(Ctx *C, int tid, uint64_t addr, uint64_t n, int ins, uint32_t since) {
+  if (!C->shadow) return 0;
+  uint32_t wc = C->wcoll[tid / 32];
+  for (uint64_t u = addr / 2; u < (addr + n + 1) / 2; u++) {
+    Shadow *sh = &C->shadow[u];
+    if (sh->we >= since && !ordered(C, sh->wt, sh->wwc, tid))
+      return fail(C, tid, ins, "shared memory race: writes byte %llu, which thread %d wrote since the last barrier",
+                  (unsigned long long)(2 * u), sh->wt);
+    if (sh->re >= since && (sh->rt == MANY_READERS || !ordered(C, sh->rt, sh->rwc, tid)))
+      return fail(C, tid, ins, "shared memory race: writes byte %llu, which %s read since the last barrier",
+                  (unsigned long long)(2 * u), sh->rt == MANY_READERS ? "other threads" : "another thread");
+    sh->we = C->epoch, sh->wt = (uint16_t)tid, sh->wwc = wc;
+  }
+  return 0;
+}
+
 static void *mem_at(Ctx *C, int space, uint64_t a, uint64_t n, int tid, int ins) {
   if (a % (n > 16 ? 16 : n)) {
     fail(C, tid, ins, "misaligned access of %llu bytes at 0x%llx", (unsigned long long)n, (unsigned long long)a);
@@ -894,7 +946,7 @@ static int finish_copies(Ctx *C, int tid, int keep_groups) {
     Copy *cp = &t->copies[i];
     if (cp->group < limit) {
       unsigned char *d = sptr(C, cp->dst, cp->n, tid, cp->ins);
-      if (!d) return -1;
+      if (!d || race_write(C, tid, cp->dst, cp->n, cp->ins, cp->epoch)) return -1;
       if (cp->srcn) {
         unsigned char *s = gptr(C, cp->src, cp->srcn, tid, cp->ins);
         if (!s) return -1;
@@ -1250,6 +1302,9 @@ static int run_thread(Ctx *C, int tid) {
       int w = type_bits(t) / 8, n = in->vec;
       unsigned char *p = mem_at(C, in->space, addr, (uint64_t)(w * n), tid, pc);
       if (!p) return -1;
+      if (in->space == SP_SHARED && (in->op == OP_LD ? race_read(C, tid, addr, (uint64_t)(w * n), pc)
+                                                      : race_write(C, tid, addr, (uint64_t)(w * n), pc, C->epoch)))
+        return -1;
       if (in->op == OP_ST && in->space == SP_PARAM) return fail(C, tid, pc, "a store to a parameter");
       for (int i = 0; i < n; i++) {
         int slot = v->kind == K_VEC ? pool[v->reg + i] : v->reg;
@@ -1276,7 +1331,7 @@ static int run_thread(Ctx *C, int tid) {
         T->capcopy = T->capcopy ? 2 * T->capcopy : 64;
         T->copies = realloc(T->copies, (size_t)T->capcopy * sizeof *T->copies);
       }
-      T->copies[T->ncopy++] = (Copy){(uint32_t)d, n, sn, s, T->next_group, pc};
+      T->copies[T->ncopy++] = (Copy){(uint32_t)d, n, sn, s, T->next_group, pc, C->epoch};
       break;
     }
     case OP_COMMIT:
@@ -1361,7 +1416,7 @@ static int run_collective(Ctx *C, int w0, int nl, int pc) {
       const Opd *a = &in->o[1];
       rowaddr[l] = (uint32_t)((a->reg >= 0 ? RL[l][a->reg] : 0) + (uint64_t)a->imm);
       if (rowaddr[l] % 16) return fail(C, w0 + l, pc, "ldmatrix row address %u not 16-byte aligned", rowaddr[l]);
-      if (!sptr(C, rowaddr[l], 16, w0 + l, pc)) return -1;
+      if (!sptr(C, rowaddr[l], 16, w0 + l, pc) || race_read(C, w0 + l, rowaddr[l], 16, pc)) return -1;
     }
     for (int m = 0; m < nm; m++)
       for (int l = 0; l < 32; l++) {
@@ -1431,6 +1486,7 @@ static int bar_ready(Ctx *C) {
     if (n >= need) {
       for (int i = 0; i < C->nthreads; i++)
         if (C->th[i].st == ST_BAR && C->th[i].bar == id) C->th[i].st = ST_RUN, C->th[i].pc++;
+      C->epoch++; /* a new barrier interval (for every thread: counted barriers are not told apart) */
       return 1;
     }
   }
@@ -1440,6 +1496,8 @@ static int bar_ready(Ctx *C) {
 static int run_block(Ctx *C) {
   const EmuKernel *k = C->k;
   int n = C->nthreads;
+  C->epoch++;
+  if (C->wcoll) memset(C->wcoll, 0, (size_t)(n + 31) / 32 * sizeof *C->wcoll);
   for (int i = 0; i < n; i++) {
     Thread *t = &C->th[i];
     t->pc = 0, t->st = ST_RUN, t->ncopy = 0, t->next_group = 0;
@@ -1482,6 +1540,7 @@ static int run_block(Ctx *C) {
       if (!alllive && k->ins[pc].op != OP_SHFL)
         return fail(C, w0, pc, "a warp instruction with exited lanes in warp %d", w0 / 32);
       if (run_collective(C, w0, nl, pc)) return -1;
+      if (C->wcoll) C->wcoll[w0 / 32]++;
       for (int l = 0; l < nl; l++) {
         Thread *t = &C->th[w0 + l];
         if (t->st == ST_COLL) t->st = ST_RUN, t->pc++;
@@ -1553,6 +1612,8 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
   }
   unsigned long long nblocks = (unsigned long long)grid[0] * grid[1] * grid[2];
   int nw = worker_count(nblocks);
+  const char *rc_env = getenv("CAKE_EMU_RACECHECK");
+  int racecheck = !(rc_env && !strcmp(rc_env, "0"));
   unsigned char *pbuf = calloc(1, k->param_bytes + 1);
   Worker *W = calloc((size_t)nw, sizeof *W);
   int stop = 0;
@@ -1569,6 +1630,11 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
     C->th = calloc((size_t)nt, sizeof *C->th);
     C->smem = malloc(shared_bytes + 16);
     if (!C->regs || !C->th || !C->smem) rc = -1;
+    if (racecheck) {
+      C->shadow = calloc(shared_bytes / 2 + 2, sizeof *C->shadow);
+      C->wcoll = calloc((size_t)(nt + 31) / 32, sizeof *C->wcoll);
+      if (!C->shadow || !C->wcoll) rc = -1;
+    }
     W[w].first = (unsigned long long)w, W[w].step = (unsigned long long)nw, W[w].nblocks = nblocks, W[w].stop = &stop;
   }
   if (rc) snprintf(err, errn, "%s: out of memory for a block", k->name);
@@ -1601,6 +1667,8 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
     free(C->th);
     free(C->regs);
     free(C->smem);
+    free(C->shadow);
+    free(C->wcoll);
   }
   free(W);
   free(pbuf);

@@ -2,7 +2,8 @@
  * modules with known results: a warp sum by shuffles, bf16 packing, the
  * moment an asynchronous copy lands, and the faults it must report (an
  * access outside every allocation, past shared memory, misaligned, a
- * deadlocked warp, an instruction it does not know). A fault is sticky for
+ * deadlocked warp, a shared-memory race, an instruction it does not
+ * know). A fault is sticky for
  * the process, as on a GPU, so each fault case runs in a child process. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,6 +74,18 @@ static const char deadlock[] = HEAD
     "  mov.u32 %r1, %tid.x;\n  setp.eq.s32 %p1, %r1, 0;\n  @%p1 bra $L__BB0_2;\n"
     "  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;\n  ret;\n"
     "$L__BB0_2:\n  bar.sync 0;\n  ret;\n}\n";
+
+/* thread 0 stores a word to shared memory, thread 33 (another warp) loads
+ * it; BARRIER is "bar.sync 0;" or nothing */
+#define HANDOFF(BARRIER)                                                                                     \
+  HEAD ".visible .entry k(.param .u64 .ptr .global .align 1 k_param_0)\n{\n"                               \
+       "  .reg .pred %p<3>;\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<2>;\n"                                     \
+       "  ld.param.b64 %rd1, [k_param_0];\n  mov.u32 %r1, %tid.x;\n  mov.b32 %r2, smem;\n"                  \
+       "  setp.ne.s32 %p1, %r1, 0;\n  @%p1 bra $L__BB0_1;\n  st.shared.b32 [%r2], 5;\n$L__BB0_1:\n"       \
+       "  " BARRIER "\n  setp.ne.s32 %p2, %r1, 33;\n  @%p2 bra $L__BB0_2;\n  ld.shared.b32 %r3, [%r2];\n" \
+       "  st.global.b32 [%rd1], %r3;\n$L__BB0_2:\n  ret;\n}\n"
+static const char handoff_race[] = HANDOFF("");
+static const char handoff_ok[] = HANDOFF("bar.sync 0;");
 
 static const char unknown_op[] = HEAD
     ".visible .entry k(.param .u64 .ptr .global .align 1 k_param_0)\n{\n"
@@ -166,6 +179,8 @@ static void test_faults(void **state) {
   assert_int_equal(child(shared_past, 1, 256), CUDA_ERROR_LAUNCH_FAILED & 0xff);
   assert_int_equal(child(deadlock, 32, 0), CUDA_ERROR_LAUNCH_FAILED & 0xff);
   assert_int_equal(child(unknown_op, 1, 0), -1);
+  assert_int_equal(child(handoff_race, 64, 16), CUDA_ERROR_LAUNCH_FAILED & 0xff);
+  assert_int_equal(child(handoff_ok, 64, 16), CUDA_SUCCESS);
   assert_int_equal(child(warp_sum, 16, 0), CUDA_SUCCESS); /* and the harness itself passes a good kernel */
 }
 
