@@ -11,7 +11,8 @@
  * every global access of a kernel. Work on any stream runs at once, in the
  * order it is issued, one call at a time (a lock): streams and events
  * order nothing further. The first kernel fault is sticky, as on a GPU:
- * later calls fail with the same error, and its message goes to stderr. */
+ * later calls fail with the same error, and its message goes to stderr.
+ * CAKE_EMU_PROFILE names a file that gets each launch's instruction counts. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -477,6 +478,29 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction fn, CUfunction_attribute a, int v)
   RETURN(CUDA_SUCCESS);
 }
 
+/* CAKE_EMU_PROFILE=FILE: a line per launch appended to FILE (tab-separated,
+ * a header first when the file is new): the kernel, its blocks, threads per
+ * block, shared bytes, then what its threads executed, summed over the grid
+ * (emu.h's counts, in that order) */
+static void profile(const char *name, const unsigned grid[3], const unsigned block[3], unsigned shared,
+                    const uint64_t counts[EMU_COUNTS]) {
+  const char *path = getenv("CAKE_EMU_PROFILE");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    say("cannot append to %s (CAKE_EMU_PROFILE)", path);
+    return;
+  }
+  if (ftell(f) == 0)
+    fprintf(f, "kernel\tblocks\tthreads\tshared\tinstructions\tmma\tldmatrix\tshfl\tbar\tld_shared\tst_shared"
+               "\tld_global\tst_global\tcp_async\n");
+  fprintf(f, "%s\t%llu\t%u\t%u", name, (unsigned long long)grid[0] * grid[1] * grid[2], block[0] * block[1] * block[2],
+          shared);
+  for (int c = 0; c < EMU_COUNTS; c++) fprintf(f, "\t%llu", (unsigned long long)counts[c]);
+  fprintf(f, "\n");
+  fclose(f);
+}
+
 EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream st, void **params, void **extra) {
   (void)st;
@@ -490,12 +514,14 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   EmuMemory mem = {mem_find, NULL};
   char err[1200];
-  if (emu_launch(f->k, grid, block, shared, params, &mem, err, sizeof err)) {
+  uint64_t counts[EMU_COUNTS];
+  if (emu_launch(f->k, grid, block, shared, params, &mem, counts, err, sizeof err)) {
     say("%s", err);
     g_sticky = strstr(err, "outside every allocation") || strstr(err, "misaligned") ? CUDA_ERROR_ILLEGAL_ADDRESS
                                                                                     : CUDA_ERROR_LAUNCH_FAILED;
     RETURN(g_sticky);
   }
+  profile(f->name, grid, block, shared, counts);
   RETURN(CUDA_SUCCESS);
 }
 

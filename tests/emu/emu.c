@@ -836,6 +836,7 @@ typedef struct {
   char *err;
   size_t errn;
   int failed;
+  uint64_t counts[EMU_COUNTS];
   Shadow *shadow; /* NULL: no race check */
   uint32_t epoch;
   uint32_t *wcoll; /* collectives per warp */
@@ -1083,8 +1084,10 @@ static int run_thread(Ctx *C, int tid) {
   uint64_t *R = C->regs + (size_t)tid * (size_t)k->nregs;
   const int32_t *pool = k->pool;
   int pc = T->pc;
+  uint64_t *cnt = C->counts;
   for (;;) {
     const Ins *in = &k->ins[pc];
+    cnt[EMU_ALL]++;
     if (in->guard >= 0 && ((R[in->guard] & 1) != 0) == in->gneg) {
       pc++;
       continue;
@@ -1302,6 +1305,9 @@ static int run_thread(Ctx *C, int tid) {
       int w = type_bits(t) / 8, n = in->vec;
       unsigned char *p = mem_at(C, in->space, addr, (uint64_t)(w * n), tid, pc);
       if (!p) return -1;
+      if (in->space != SP_PARAM)
+        cnt[in->space == SP_SHARED ? (in->op == OP_LD ? EMU_LD_SHARED : EMU_ST_SHARED)
+                                   : (in->op == OP_LD ? EMU_LD_GLOBAL : EMU_ST_GLOBAL)]++;
       if (in->space == SP_SHARED && (in->op == OP_LD ? race_read(C, tid, addr, (uint64_t)(w * n), pc)
                                                       : race_write(C, tid, addr, (uint64_t)(w * n), pc, C->epoch)))
         return -1;
@@ -1331,6 +1337,7 @@ static int run_thread(Ctx *C, int tid) {
         T->capcopy = T->capcopy ? 2 * T->capcopy : 64;
         T->copies = realloc(T->copies, (size_t)T->capcopy * sizeof *T->copies);
       }
+      cnt[EMU_CP_ASYNC]++;
       T->copies[T->ncopy++] = (Copy){(uint32_t)d, n, sn, s, T->next_group, pc, C->epoch};
       break;
     }
@@ -1361,12 +1368,14 @@ static int run_thread(Ctx *C, int tid) {
       T->pc = pc;
       return 0;
     case OP_BAR:
+      cnt[EMU_BAR]++;
       T->st = ST_BAR;
       T->bar = (int)opv(R, &o[0]);
       T->bar_count = in->nopd > 1 ? (int)opv(R, &o[1]) : 0;
       T->pc = pc;
       return 0;
     case OP_SHFL: case OP_LDMATRIX: case OP_MMA:
+      cnt[in->op == OP_SHFL ? EMU_SHFL : in->op == OP_MMA ? EMU_MMA : EMU_LDMATRIX]++;
       T->st = ST_COLL;
       T->pc = pc;
       return 0;
@@ -1600,7 +1609,7 @@ static int worker_count(unsigned long long nblocks) {
 }
 
 int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-               void **params, const EmuMemory *mem, char *err, size_t errn) {
+               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], char *err, size_t errn) {
   unsigned long long nt = (unsigned long long)block[0] * block[1] * block[2];
   if (!nt || nt > 1024) {
     snprintf(err, errn, "%s: a block of %llu threads", k->name, nt);
@@ -1659,6 +1668,11 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
       snprintf(err, errn, "%s", W[fw].err);
       rc = -1;
     }
+    if (counts)
+      for (int c = 0; c < EMU_COUNTS; c++) {
+        counts[c] = 0;
+        for (int w = 0; w < nw; w++) counts[c] += W[w].C.counts[c];
+      }
   }
   for (int w = 0; W && w < nw; w++) {
     Ctx *C = &W[w].C;

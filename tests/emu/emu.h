@@ -32,8 +32,16 @@ int emu_kernel_nparams(const EmuKernel *k);
 /* bytes of parameter i (as cuLaunchKernel's kernelParams[i] points to) */
 size_t emu_kernel_param_size(const EmuKernel *k, int i);
 
-/* Runs the kernel; 0 on success, else -1 with a message in err. */
+/* what a launch executed, summed over its threads (an instruction whose
+ * predicate is false counts too: a GPU issues it) */
+enum {
+  EMU_ALL, EMU_MMA, EMU_LDMATRIX, EMU_SHFL, EMU_BAR, EMU_LD_SHARED, EMU_ST_SHARED, EMU_LD_GLOBAL, EMU_ST_GLOBAL,
+  EMU_CP_ASYNC, EMU_COUNTS
+};
+
+/* Runs the kernel; 0 on success, else -1 with a message in err. counts
+ * (NULL: none) receives the totals above. */
 int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-               void **params, const EmuMemory *mem, char *err, size_t errn);
+               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], char *err, size_t errn);
 
 #endif
