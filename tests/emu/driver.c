@@ -12,7 +12,9 @@
  * order it is issued, one call at a time (a lock): streams and events
  * order nothing further. The first kernel fault is sticky, as on a GPU:
  * later calls fail with the same error, and its message goes to stderr.
- * CAKE_EMU_PROFILE names a file that gets each launch's instruction counts. */
+ * CAKE_EMU_PROFILE names a file that gets each launch's instruction counts,
+ * CAKE_EMU_HOTSPOTS one that gets them instruction by instruction,
+ * CAKE_EMU_COPIES one that gets a hash of every copy back to the host. */
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -341,10 +343,30 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
   RETURN(copy((void *)(uintptr_t)d, h, n));
 }
 
+/* CAKE_EMU_COPIES=FILE: a line per device-to-host copy, its size and a
+ * 64-bit FNV-1a hash of its bytes. Two runs of a test with the same --seed
+ * on two packages (say, before and after a compiler change) read back the
+ * same bytes exactly when the two files are the same. */
+static void trace_copy(const void *h, size_t n) {
+  const char *path = getenv("CAKE_EMU_COPIES");
+  if (!path || !*path) return;
+  uint64_t x = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) x = (x ^ ((const unsigned char *)h)[i]) * 1099511628211ull;
+  FILE *f = fopen(path, "a");
+  if (!f) {
+    say("cannot append to %s (CAKE_EMU_COPIES)", path);
+    return;
+  }
+  fprintf(f, "%zu %016llx\n", n, (unsigned long long)x);
+  fclose(f);
+}
+
 EXPORT CUresult cuMemcpyDtoH_v2(void *h, CUdeviceptr d, size_t n) {
   LOCK();
   if (n && (!h || !range_ok(d, n))) RETURN(CUDA_ERROR_INVALID_VALUE);
-  RETURN(copy(h, (const void *)(uintptr_t)d, n));
+  CUresult r = copy(h, (const void *)(uintptr_t)d, n);
+  if (r == CUDA_SUCCESS) trace_copy(h, n);
+  RETURN(r);
 }
 
 EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
@@ -501,6 +523,23 @@ static void profile(const char *name, const unsigned grid[3], const unsigned blo
   fclose(f);
 }
 
+/* CAKE_EMU_HOTSPOTS=FILE: per launch, "# kernel NAME, N threads" and then a
+ * line per instruction that ran: times run per thread (all threads' count /
+ * N), its PTX line, its text */
+static void hotspots(const char *path, const Func *f, const uint64_t *per_ins, uint64_t threads) {
+  FILE *fp = fopen(path, "a");
+  if (!fp) {
+    say("cannot append to %s (CAKE_EMU_HOTSPOTS)", path);
+    return;
+  }
+  fprintf(fp, "# kernel %s, %llu threads\n", f->name, (unsigned long long)threads);
+  for (int i = 0; i < emu_kernel_nins(f->k); i++)
+    if (per_ins[i])
+      fprintf(fp, "%.3f\t%d\t%s\n", (double)per_ins[i] / (double)threads, emu_kernel_ins_line(f->k, i),
+              emu_kernel_ins_text(f->k, i));
+  fclose(fp);
+}
+
 EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, CUstream st, void **params, void **extra) {
   (void)st;
@@ -515,13 +554,20 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
   EmuMemory mem = {mem_find, NULL};
   char err[1200];
   uint64_t counts[EMU_COUNTS];
-  if (emu_launch(f->k, grid, block, shared, params, &mem, counts, err, sizeof err)) {
+  const char *hot = getenv("CAKE_EMU_HOTSPOTS");
+  uint64_t *per_ins = hot && *hot ? calloc((size_t)emu_kernel_nins(f->k), sizeof *per_ins) : NULL;
+  if (emu_launch(f->k, grid, block, shared, params, &mem, counts, per_ins, err, sizeof err)) {
+    free(per_ins);
     say("%s", err);
     g_sticky = strstr(err, "outside every allocation") || strstr(err, "misaligned") ? CUDA_ERROR_ILLEGAL_ADDRESS
                                                                                     : CUDA_ERROR_LAUNCH_FAILED;
     RETURN(g_sticky);
   }
   profile(f->name, grid, block, shared, counts);
+  if (per_ins) {
+    hotspots(hot, f, per_ins, (uint64_t)gx * gy * gz * bx * by * bz);
+    free(per_ins);
+  }
   RETURN(CUDA_SUCCESS);
 }
 

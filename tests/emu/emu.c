@@ -743,6 +743,9 @@ done:
 }
 
 int emu_kernel_nparams(const EmuKernel *k) { return k->nparams; }
+int emu_kernel_nins(const EmuKernel *k) { return k->nins; }
+int emu_kernel_ins_line(const EmuKernel *k, int i) { return i >= 0 && i < k->nins ? k->ins[i].line : 0; }
+const char *emu_kernel_ins_text(const EmuKernel *k, int i) { return i >= 0 && i < k->nins ? k->texts[i] : ""; }
 size_t emu_kernel_param_size(const EmuKernel *k, int i) { return i >= 0 && i < k->nparams ? k->params[i].size : 0; }
 
 /* ---- numbers ---- */
@@ -837,6 +840,7 @@ typedef struct {
   size_t errn;
   int failed;
   uint64_t counts[EMU_COUNTS];
+  uint64_t *per_ins; /* NULL: not counted */
   Shadow *shadow; /* NULL: no race check */
   uint32_t epoch;
   uint32_t *wcoll; /* collectives per warp */
@@ -1088,6 +1092,7 @@ static int run_thread(Ctx *C, int tid) {
   for (;;) {
     const Ins *in = &k->ins[pc];
     cnt[EMU_ALL]++;
+    if (C->per_ins) C->per_ins[pc]++;
     if (in->guard >= 0 && ((R[in->guard] & 1) != 0) == in->gneg) {
       pc++;
       continue;
@@ -1609,7 +1614,8 @@ static int worker_count(unsigned long long nblocks) {
 }
 
 int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], char *err, size_t errn) {
+               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], uint64_t *per_ins, char *err,
+               size_t errn) {
   unsigned long long nt = (unsigned long long)block[0] * block[1] * block[2];
   if (!nt || nt > 1024) {
     snprintf(err, errn, "%s: a block of %llu threads", k->name, nt);
@@ -1639,6 +1645,7 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
     C->th = calloc((size_t)nt, sizeof *C->th);
     C->smem = malloc(shared_bytes + 16);
     if (!C->regs || !C->th || !C->smem) rc = -1;
+    if (per_ins && !(C->per_ins = calloc((size_t)k->nins, sizeof *C->per_ins))) rc = -1;
     if (racecheck) {
       C->shadow = calloc(shared_bytes / 2 + 2, sizeof *C->shadow);
       C->wcoll = calloc((size_t)(nt + 31) / 32, sizeof *C->wcoll);
@@ -1668,6 +1675,11 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
       snprintf(err, errn, "%s", W[fw].err);
       rc = -1;
     }
+    if (per_ins)
+      for (int i = 0; i < k->nins; i++) {
+        per_ins[i] = 0;
+        for (int w = 0; w < nw; w++) per_ins[i] += W[w].C.per_ins[i];
+      }
     if (counts)
       for (int c = 0; c < EMU_COUNTS; c++) {
         counts[c] = 0;
@@ -1683,6 +1695,7 @@ int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[
     free(C->smem);
     free(C->shadow);
     free(C->wcoll);
+    free(C->per_ins);
   }
   free(W);
   free(pbuf);

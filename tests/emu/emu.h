@@ -40,8 +40,14 @@ enum {
 };
 
 /* Runs the kernel; 0 on success, else -1 with a message in err. counts
- * (NULL: none) receives the totals above. */
+ * (NULL: none) receives the totals above; per_ins (NULL: none; else
+ * emu_kernel_nins entries) how often each instruction ran, over all threads. */
 int emu_launch(const EmuKernel *k, const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
-               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], char *err, size_t errn);
+               void **params, const EmuMemory *mem, uint64_t counts[EMU_COUNTS], uint64_t *per_ins, char *err,
+               size_t errn);
+/* the kernel's instructions: their number, and each one's PTX line and text */
+int emu_kernel_nins(const EmuKernel *k);
+int emu_kernel_ins_line(const EmuKernel *k, int i);
+const char *emu_kernel_ins_text(const EmuKernel *k, int i);
 
 #endif
