@@ -77,6 +77,7 @@ struct EmuKernel {
   Param *params;
   int nparams;
   size_t param_bytes;
+  uint8_t *slotbits; /* each slot's register width (a signed load sign-extends to it) */
   char **texts; /* each instruction's text, for messages */
 };
 
@@ -232,6 +233,8 @@ static int parse_operand(Parser *P, char *s, Opd *o, int ins, int opd) {
         int64_t v;
         if (parse_imm(P, tok, &v)) return -1;
         k->consts = grow(k->consts, &k->capconsts, k->nconsts + 1, sizeof *k->consts);
+        k->slotbits = realloc(k->slotbits, (size_t)k->nregs + 1);
+        k->slotbits[k->nregs] = 64;
         k->consts[k->nconsts].slot = k->nregs++;
         k->consts[k->nconsts++].value = (uint64_t)v;
         slot = k->nregs - 1;
@@ -435,8 +438,15 @@ static int parse_statement(Parser *P, char *s, char *text) {
       RegClass *c = &P->cls[P->ncls++];
       snprintf(c->name, sizeof c->name, "%.*s", (int)(lt - pct), pct);
       c->count = atoi(lt + 1);
+      if (c->count < 0 || c->count > (1 << 20) || k->nregs > (1 << 22)) return perr(P, "a register count out of range");
+      char ty[16] = "";
+      sscanf(s + 4, " .%15s", ty);
+      int t = type_of(ty);
+      if (t <= 0) return perr(P, "unknown register type '.%s'", ty);
       c->base = k->nregs;
       k->nregs += c->count;
+      k->slotbits = realloc(k->slotbits, (size_t)k->nregs + 1);
+      memset(k->slotbits + c->base, type_bits(t), (size_t)c->count);
       return 0;
     }
     if (!strncmp(s, ".branchtargets", 14)) {
@@ -528,6 +538,20 @@ static int check_ins(Parser *P, const Ins *in) {
   }
   if ((in->op == OP_LD || in->op == OP_ST) && in->space == SP_NONE)
     return perr(P, "the emulator knows only .global, .shared and .param accesses");
+  /* the types each kind of instruction is run for (anything else refused here, not guessed at) */
+  int t = in->t;
+  int arith = in->op <= OP_NOT || in->op == OP_FMA || (in->op >= OP_RCP && in->op <= OP_COPYSIGN) || in->op == OP_SETP ||
+              in->op == OP_SHL || in->op == OP_SHR || in->op == OP_BFE;
+  if (arith && (t == T_F64 || t == T_F16X2 || t == T_BF16X2 || t == T_NONE))
+    return perr(P, "the emulator does not run '.%s' for this instruction", type_names[t]);
+  if ((t == T_F16 || t == T_BF16) && arith && in->op != OP_ADD && in->op != OP_SUB && in->op != OP_MUL &&
+      in->op != OP_FMA && in->op != OP_NEG && in->op != OP_ABS)
+    return perr(P, "the emulator does not run this instruction on '.%s'", type_names[t]);
+  if (t == T_F32 && (in->op == OP_REM || in->op == OP_AND || in->op == OP_OR || in->op == OP_XOR ||
+                     in->op == OP_NOT || in->op == OP_SHL || in->op == OP_SHR || in->op == OP_BFE || in->op == OP_MAD))
+    return perr(P, "an integer instruction on '.f32'");
+  if (in->op == OP_CVT && (t == T_F64 || in->t2 == T_F64 || in->t2 == T_F16X2 || in->t2 == T_BF16X2))
+    return perr(P, "the emulator does not run this conversion");
   return 0;
 }
 
@@ -545,6 +569,7 @@ void emu_kernel_free(EmuKernel *k) {
   free(k->tables);
   free(k->params);
   free(k->consts);
+  free(k->slotbits);
   free(k);
 }
 
@@ -599,6 +624,9 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
   P.errn = errn;
   snprintf(k->name, sizeof k->name, "%s", name);
   k->nregs = SR_COUNT;
+  k->slotbits = malloc(SR_COUNT);
+  memset(k->slotbits, 32, SR_COUNT);
+  k->slotbits[SR_SINK] = 64;
   char *text = malloc(len + 1);
   memcpy(text, ptx, len);
   text[len] = 0;
@@ -612,7 +640,8 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
         if (*c != '\n') *c = ' ';
         c++;
       }
-      if (*c) c[0] = c[1] = ' ';
+      if (!*c) break; /* unterminated: the rest is comment */
+      c[0] = c[1] = ' ';
     }
   }
   /* the module's shared symbol: .extern .shared .align A .b8 NAME[]; */
@@ -703,6 +732,11 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
       snprintf(err, errn, "%s: unknown label '%s'", name, P.fix[f].name);
       goto done;
     }
+    if (P.fix[f].ins >= 0 && (k->ins[P.fix[f].ins].op == OP_BRX) != (idx < 0)) {
+      snprintf(err, errn, "%s: '%s' is %s", name, P.fix[f].name,
+               idx < 0 ? "a branch table, not an instruction to branch to" : "not a .branchtargets table");
+      goto done;
+    }
     if (P.fix[f].ins < 0) {
       if (idx < 0) {
         snprintf(err, errn, "%s: a branch table names a table", name);
@@ -721,7 +755,7 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
       goto done;
     }
   }
-  if (!k->nins || k->ins[k->nins - 1].op != OP_RET) { /* falling off the end returns */
+  { /* falling off the end returns (and a label at the end has an instruction) */
     k->ins = grow(k->ins, &P.capins, k->nins + 1, sizeof *k->ins);
     k->texts = realloc(k->texts, (size_t)P.capins * sizeof *k->texts);
     memset(&k->ins[k->nins], 0, sizeof *k->ins);
@@ -779,7 +813,7 @@ static uint16_t to_f16(float f) {
   if (a < 0x38800000u) { /* a subnormal half, or zero */
     if (a < 0x33000000u) return (uint16_t)sign; /* below half the smallest subnormal */
     uint32_t m = (a & 0x7fffffu) | 0x800000u;
-    int shift = 126 - (int)(a >> 23) + 13 + 1; /* to units of 2^-24 */
+    int shift = 126 - (int)(a >> 23); /* to units of 2^-24: 14 to 24 */
     uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
     if (rem > half || (rem == half && (q & 1))) q++;
     return (uint16_t)(sign | q);
@@ -814,10 +848,10 @@ typedef struct {
  * write and the last read, each with its barrier interval (epoch), thread
  * and that thread's warp's count of collectives at the time */
 typedef struct {
-  uint32_t we, re, wwc, rwc;
-  uint16_t wt, rt;
+  uint32_t we, re, wwc, rwc; /* rwc: the largest among the interval's readers */
+  uint16_t wt, rt, rwarp;    /* rt MANY_READERS: several; rwarp their warp, or NO_WARP */
 } Shadow;
-enum { MANY_READERS = 0xffff };
+enum { MANY_READERS = 0xffff, NO_WARP = 0xffff };
 
 typedef struct {
   int pc, st, bar, bar_count;
@@ -903,8 +937,13 @@ static int race_read(Ctx *C, int tid, uint64_t addr, uint64_t n, int ins) {
     if (sh->we == C->epoch && !ordered(C, sh->wt, sh->wwc, tid))
       return fail(C, tid, ins, "shared memory race: reads byte %llu, which thread %d wrote since the last barrier",
                   (unsigned long long)(2 * u), sh->wt);
-    if (sh->re != C->epoch) sh->re = C->epoch, sh->rt = (uint16_t)tid, sh->rwc = wc;
-    else if (sh->rt != tid) sh->rt = MANY_READERS;
+    if (sh->re != C->epoch) {
+      sh->re = C->epoch, sh->rt = (uint16_t)tid, sh->rwc = wc, sh->rwarp = (uint16_t)(tid / 32);
+    } else if (sh->rt != tid) {
+      sh->rt = MANY_READERS;
+      if (sh->rwarp != tid / 32) sh->rwarp = NO_WARP;
+      if (wc > sh->rwc) sh->rwc = wc;
+    }
   }
   return 0;
 }
@@ -918,7 +957,9 @@ static int race_write(Ctx *C, int tid, uint64_t addr, uint64_t n, int ins, uint3
     if (sh->we >= since && !ordered(C, sh->wt, sh->wwc, tid))
       return fail(C, tid, ins, "shared memory race: writes byte %llu, which thread %d wrote since the last barrier",
                   (unsigned long long)(2 * u), sh->wt);
-    if (sh->re >= since && (sh->rt == MANY_READERS || !ordered(C, sh->rt, sh->rwc, tid)))
+    int readers_ordered = sh->rt == MANY_READERS ? sh->rwarp == tid / 32 && C->wcoll[tid / 32] > sh->rwc
+                                                 : ordered(C, sh->rt, sh->rwc, tid);
+    if (sh->re >= since && !readers_ordered)
       return fail(C, tid, ins, "shared memory race: writes byte %llu, which %s read since the last barrier",
                   (unsigned long long)(2 * u), sh->rt == MANY_READERS ? "other threads" : "another thread");
     sh->we = C->epoch, sh->wt = (uint16_t)tid, sh->wwc = wc;
@@ -1028,11 +1069,13 @@ static int icmp(int c, int t, uint64_t a, uint64_t b) {
 }
 
 static float fmin_nan(float a, float b, int nanp) {
+  if (isnan(a) && isnan(b)) return f32(0x7fffffffu);
   if (isnan(a) || isnan(b)) return nanp ? f32(0x7fffffffu) : (isnan(a) ? b : a);
   if (a == 0 && b == 0) return signbit(a) ? a : b;
   return a < b ? a : b;
 }
 static float fmax_nan(float a, float b, int nanp) {
+  if (isnan(a) && isnan(b)) return f32(0x7fffffffu);
   if (isnan(a) || isnan(b)) return nanp ? f32(0x7fffffffu) : (isnan(a) ? b : a);
   if (a == 0 && b == 0) return signbit(a) ? b : a;
   return a > b ? a : b;
@@ -1055,21 +1098,20 @@ static int cvt(Ctx *C, const Ins *in, uint64_t *R, int tid, int pc) {
     else if (!is_float(st)) x = (float)mask_to(st, a);
     else return fail(C, tid, pc, "unsupported conversion");
     if (in->flags & F_FTZ) x = ftz(x);
-    if (dt == T_F32) r = bits(x);
+    if (dt == T_F32) r = bits(in->flags & F_RZI ? truncf(x) : x);
     else if (dt == T_BF16) r = to_bf16(x);
     else if (dt == T_F16) r = to_f16(x);
     else if (!is_float(dt)) { /* .rzi: toward zero, saturating; NaN gives 0 */
       if (!(in->flags & F_RZI)) return fail(C, tid, pc, "float to integer needs .rzi");
       double tz = isnan(x) ? 0.0 : trunc((double)x);
       int b = type_bits(dt);
-      if (is_signed(dt)) {
-        double lo = -ldexp(1.0, b - 1), hi = ldexp(1.0, b - 1) - 1;
-        tz = tz < lo ? lo : tz > hi ? hi : tz;
-        r = mask_to(dt, (uint64_t)(int64_t)tz);
+      if (is_signed(dt)) { /* saturating at both ends (tz is exact: an integer-valued float) */
+        if (tz >= ldexp(1.0, b - 1)) r = mask_to(dt, (1ull << (b - 1)) - 1);
+        else if (tz < -ldexp(1.0, b - 1)) r = mask_to(dt, 1ull << (b - 1));
+        else r = mask_to(dt, (uint64_t)(int64_t)tz);
       } else {
-        double hi = ldexp(1.0, b) - 1;
-        tz = tz < 0 ? 0 : tz > hi ? hi : tz;
-        r = (uint64_t)tz;
+        if (tz >= ldexp(1.0, b)) r = mask_to(dt, ~0ull);
+        else r = tz < 0 ? 0 : (uint64_t)tz;
       }
     } else
       return fail(C, tid, pc, "unsupported conversion");
@@ -1253,22 +1295,18 @@ static int run_thread(Ctx *C, int tid) {
       R[o[0].reg] = mask_to(t, r);
       break;
     }
-    case OP_BFE: {
-      uint64_t a = opv(R, &o[1]);
+    case OP_BFE: { /* the ISA's pseudocode: bits past msb, and past len, are the sign bit (0 unsigned) */
+      uint64_t a = mask_to(t, opv(R, &o[1]));
       unsigned pos = (unsigned)(opv(R, &o[2]) & 0xff), len = (unsigned)(opv(R, &o[3]) & 0xff);
-      int w = type_bits(t);
-      uint64_t r;
-      if (len == 0) r = 0;
-      else {
-        uint64_t v = mask_to(t, a);
-        uint64_t f = pos >= (unsigned)w ? 0 : v >> pos;
-        if (len < 64) f &= (1ull << len) - 1;
-        if (is_signed(t)) {
-          unsigned top = pos + len - 1 >= (unsigned)w ? (unsigned)w - 1 : pos + len - 1;
-          uint64_t sign = (v >> top) & 1;
-          if (sign && len < 64) f |= ~((1ull << len) - 1);
-        }
-        r = f;
+      unsigned msb = (unsigned)type_bits(t) - 1;
+      uint64_t sbit = 0, r = 0;
+      if (is_signed(t) && len) {
+        unsigned top = pos + len - 1 < msb ? pos + len - 1 : msb;
+        sbit = (a >> top) & 1;
+      }
+      for (unsigned i = 0; i <= msb; i++) {
+        uint64_t bit = (i < len && pos + i <= msb) ? (a >> (pos + i)) & 1 : sbit;
+        r |= bit << i;
       }
       R[o[0].reg] = mask_to(t, r);
       break;
@@ -1279,7 +1317,8 @@ static int run_thread(Ctx *C, int tid) {
     case OP_SETP: {
       uint64_t a = opv(R, &o[1]), b = opv(R, &o[2]);
       int r;
-      if (t == T_F32) r = fcmp(in->cmp, f32(a), f32(b));
+      if (t == T_F32)
+        r = in->flags & F_FTZ ? fcmp(in->cmp, ftz(f32(a)), ftz(f32(b))) : fcmp(in->cmp, f32(a), f32(b));
       else {
         r = icmp(in->cmp, t, a, b);
         if (r < 0) return fail(C, tid, pc, "unsupported integer comparison");
@@ -1322,7 +1361,9 @@ static int run_thread(Ctx *C, int tid) {
         if (in->op == OP_LD) {
           uint64_t x = 0;
           memcpy(&x, p + i * w, (size_t)w);
-          R[slot] = x; /* zero-extended: a register of the access's width */
+          /* a signed load sign-extends to its register's width, an unsigned one zero-extends */
+          int rb = k->slotbits[slot];
+          R[slot] = is_signed(t) && rb > 8 * w ? (uint64_t)sext(t, x) & (rb >= 64 ? ~0ull : (1ull << rb) - 1) : x;
         } else {
           uint64_t x = v->kind == K_IMM ? (uint64_t)v->imm : R[slot];
           memcpy(p + i * w, &x, (size_t)w);
@@ -1406,7 +1447,7 @@ static int run_collective(Ctx *C, int w0, int nl, int pc) {
     uint32_t res[32];
     for (int l = 0; l < nl; l++) {
       uint64_t *R = RL[l];
-      uint32_t b = (uint32_t)opv(R, &in->o[2]), c = (uint32_t)opv(R, &in->o[3]);
+      uint32_t b = (uint32_t)opv(R, &in->o[2]) & 31, c = (uint32_t)opv(R, &in->o[3]);
       int maxl = (int)(c & 31), segmask = (int)((c >> 8) & 31);
       int minl = l & segmask;
       maxl = minl | (maxl & ~segmask);

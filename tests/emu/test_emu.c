@@ -38,6 +38,20 @@ static const char bf16_pack[] = HEAD
     "  cvt.rn.bf16x2.f32 %r1, 0f3F800000, 0fC0000000;\n  mov.b32 {%rs1, %rs2}, %r1;\n"
     "  cvt.f32.bf16 %r2, %rs1;\n  st.global.v2.b32 [%rd1], {%r1, %r2};\n  ret;\n}\n";
 
+/* edge cases of conversions and loads, into out[0..4] (32-bit words, the
+ * last two one 64-bit word): f16 subnormals, bfe.s32 past the top bit, and
+ * a signed 32-bit load into a 64-bit register (sign-extended) */
+static const char edges[] = HEAD
+    ".visible .entry k(.param .u64 .ptr .global .align 1 k_param_0, .param .u64 .ptr .global .align 1 k_param_1)\n{\n"
+    "  .reg .b16 %rs<3>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<4>;\n"
+    "  ld.param.b64 %rd1, [k_param_0];\n  ld.param.b64 %rd2, [k_param_1];\n"
+    "  cvt.rn.f16.f32 %rs1, 0f38000000;\n  cvt.u32.u16 %r1, %rs1;\n"   /* 2^-15 */
+    "  cvt.rn.f16.f32 %rs2, 0f33800000;\n  cvt.u32.u16 %r2, %rs2;\n"   /* 2^-24 */
+    "  bfe.s32 %r3, -2147483648, 31, 4;\n"
+    "  ld.global.s32 %rd3, [%rd1];\n"
+    "  st.global.v2.b32 [%rd2], {%r1, %r2};\n  st.global.b32 [%rd2+8], %r3;\n  st.global.b64 [%rd2+16], %rd3;\n"
+    "  ret;\n}\n";
+
 /* a cp.async of 16 bytes into shared memory; the first word read before
  * the wait (what the block found there) and after it */
 static const char async_copy[] = HEAD
@@ -134,6 +148,26 @@ static void test_bf16_pack(void **state) {
   assert_int_equal(h[1], 0xc0000000u);
 }
 
+static void test_edges(void **state) {
+  (void)state;
+  CUfunction f = load(edges);
+  assert_non_null(f);
+  CUdeviceptr in, out;
+  int32_t minus5 = -5;
+  assert_int_equal(cuMemAlloc(&in, 4), CUDA_SUCCESS);
+  assert_int_equal(cuMemAlloc(&out, 24), CUDA_SUCCESS);
+  assert_int_equal(cuMemcpyHtoD(in, &minus5, 4), CUDA_SUCCESS);
+  assert_int_equal(launch(f, 1, 0, in, out), CUDA_SUCCESS);
+  uint32_t h[6];
+  assert_int_equal(cuMemcpyDtoH(h, out, sizeof h), CUDA_SUCCESS);
+  assert_int_equal(h[0], 0x0200u); /* 2^-15: a subnormal half */
+  assert_int_equal(h[1], 0x0001u); /* 2^-24: the smallest */
+  assert_int_equal(h[2], 0xffffffffu);
+  uint64_t w;
+  memcpy(&w, &h[4], 8);
+  assert_true(w == 0xfffffffffffffffbull);
+}
+
 static void test_async_copy_lands_at_wait(void **state) {
   (void)state;
   CUfunction f = load(async_copy);
@@ -188,6 +222,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_warp_sum),
       cmocka_unit_test(test_bf16_pack),
+      cmocka_unit_test(test_edges),
       cmocka_unit_test(test_async_copy_lands_at_wait),
       cmocka_unit_test(test_faults),
   };
