@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
       {"safe, h0, dht, docs 1000/1/3095", "safe", "states", 1, 1, 4096, 4, 3, cu_three, 1, 1, 0},
       {"softplus, docs 77/623", "softplus", "states", 1, 1, 700, 2, 2, cu_two, 0, 1, 0},
       {"external, no norm, beta values, h0", "external", "ckpt", 0, 0, 1000, 3, 0, NULL, 1, 1, 0},
-      {"a single one-token document", "safe", "ckpt", 1, 1, 1, 2, 1, cu_one, 1, 1, 0},
+      {"a single one-token document", "safe", "ckpt", 1, 1, 1, 8, 1, cu_one, 1, 1, 0},
       {"T=16384 H=8 one document", "softplus", "ckpt", 1, 1, 16384, 8, 0, NULL, 0, 0, 0},
       {"many short documents (1..200 tokens), h0, dht", "softplus", "states", 1, 1, 8192, 4, nshort, cu_short, 1, 1, 0},
       {"packed 15945/21845/27746 (layer)", "softplus", "ckpt", 1, 1, 65536, 16, 3, cu_anchor, 0, 1, 0},
