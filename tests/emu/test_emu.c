@@ -105,15 +105,23 @@ static const char unknown_op[] = HEAD
     ".visible .entry k(.param .u64 .ptr .global .align 1 k_param_0)\n{\n"
     "  .reg .b32 %r<3>;\n  prmt.b32 %r1, %r1, %r2, 0x3210;\n  ret;\n}\n";
 
+/* the module of the last load (unloaded by the next, and by done()) */
+static CUmodule g_module;
+
+static void done(void) {
+  if (g_module) assert_int_equal(cuModuleUnload(g_module), CUDA_SUCCESS);
+  g_module = NULL;
+}
+
 static CUfunction load(const char *ptx) {
   CUcontext ctx;
+  done();
   assert_int_equal(cuInit(0), CUDA_SUCCESS);
   assert_int_equal(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
   assert_int_equal(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-  CUmodule m;
-  assert_int_equal(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+  assert_int_equal(cuModuleLoadData(&g_module, ptx), CUDA_SUCCESS);
   CUfunction f = NULL;
-  CUresult r = cuModuleGetFunction(&f, m, "k");
+  CUresult r = cuModuleGetFunction(&f, g_module, "k");
   return r == CUDA_SUCCESS ? f : NULL;
 }
 
@@ -133,6 +141,7 @@ static void test_warp_sum(void **state) {
   assert_int_equal(cuMemcpyDtoH(h, out, sizeof h), CUDA_SUCCESS);
   for (int i = 0; i < 64; i++) assert_int_equal(h[i], i < 32 ? 528 : 1552); /* 1..32 and 33..64 */
   assert_int_equal(cuMemFree(out), CUDA_SUCCESS);
+  done();
 }
 
 static void test_bf16_pack(void **state) {
@@ -146,6 +155,8 @@ static void test_bf16_pack(void **state) {
   assert_int_equal(cuMemcpyDtoH(h, out, sizeof h), CUDA_SUCCESS);
   assert_int_equal(h[0], 0x3f80c000u); /* the first source in the upper half */
   assert_int_equal(h[1], 0xc0000000u);
+  assert_int_equal(cuMemFree(out), CUDA_SUCCESS);
+  done();
 }
 
 static void test_edges(void **state) {
@@ -166,6 +177,9 @@ static void test_edges(void **state) {
   uint64_t w;
   memcpy(&w, &h[4], 8);
   assert_true(w == 0xfffffffffffffffbull);
+  assert_int_equal(cuMemFree(in), CUDA_SUCCESS);
+  assert_int_equal(cuMemFree(out), CUDA_SUCCESS);
+  done();
 }
 
 static void test_async_copy_lands_at_wait(void **state) {
@@ -182,6 +196,9 @@ static void test_async_copy_lands_at_wait(void **state) {
   assert_int_equal(cuMemcpyDtoH(h, out, sizeof h), CUDA_SUCCESS);
   assert_int_equal(h[0], 0xffffffffu); /* not there before the wait */
   assert_int_equal(h[1], 0x12345678u);
+  assert_int_equal(cuMemFree(src), CUDA_SUCCESS);
+  assert_int_equal(cuMemFree(out), CUDA_SUCCESS);
+  done();
 }
 
 /* runs the PTX in a child; returns the launch's result there, or -1 when
