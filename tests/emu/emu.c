@@ -711,7 +711,6 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
       goto done;
     }
     *semi = 0;
-    int startline = P.line;
     char *stmt_text = strdup(trim(c));
     for (char *q = stmt_text; *q; q++)
       if (*q == '\n' || *q == '\t') *q = ' ';
@@ -720,7 +719,6 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
     if (r) goto done;
     for (char *q = c; q < semi; q++)
       if (*q == '\n') P.line++;
-    (void)startline;
     c = semi + 1;
   }
   /* resolve the labels */
