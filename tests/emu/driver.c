@@ -156,48 +156,26 @@ static void load_ptx_files(void) {
   if (!env || !*env) return;
   char *list = strdup(env);
   for (char *f = strtok(list, ":"); f; f = strtok(NULL, ":")) {
-    FILE *fp = fopen(f, "rb");
-    if (!fp) {
-      say("cannot open %s (CAKE_EMU_PTX)", f);
+    size_t n;
+    char *t = emu_read_file(f, &n);
+    if (!t) {
+      say("cannot read %s (CAKE_EMU_PTX)", f);
       continue;
     }
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *t = malloc((size_t)n + 1);
-    if (!t || fread(t, 1, (size_t)n, fp) != (size_t)n) {
-      say("cannot read %s", f);
-      free(t);
-      fclose(fp);
-      continue;
-    }
-    t[n] = 0;
-    fclose(fp);
     g_ptx = realloc(g_ptx, (size_t)(g_nptx + 1) * sizeof *g_ptx);
-    g_ptx[g_nptx++] = (PtxFile){t, (size_t)n};
+    g_ptx[g_nptx++] = (PtxFile){t, n};
   }
   free(list);
 }
 
-/* the module text that declares entry NAME: its section of a PTX file */
+/* the module text that declares entry NAME, from the CAKE_EMU_PTX files */
 static int find_ptx(const char *name, const char **text, size_t *len) {
   char pat[200];
   snprintf(pat, sizeof pat, ".entry %s(", name);
   for (int i = 0; i < g_nptx; i++) {
     const char *e = strstr(g_ptx[i].text, pat);
     if (!e) continue;
-    const char *start = e, *end = g_ptx[i].text + g_ptx[i].len;
-    static const char sep[] = "// ---- kernel ";
-    for (const char *s = g_ptx[i].text; (s = strstr(s, sep)) != NULL; s += sizeof sep - 1) {
-      if (s < e) start = s;
-      else {
-        end = s;
-        break;
-      }
-    }
-    if (start == e) start = g_ptx[i].text; /* one module in the file */
-    *text = start;
-    *len = (size_t)(end - start);
+    emu_ptx_module(g_ptx[i].text, e, text, len);
     return 0;
   }
   return -1;

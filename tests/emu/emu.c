@@ -37,7 +37,7 @@ enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS, CMP_HI, C
 static const char *const cmp_names[] = {"eq",  "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",
                                         "hs",  "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"};
 enum { SP_NONE, SP_GLOBAL, SP_SHARED, SP_PARAM };
-enum { F_FTZ = 1, F_WIDE = 2, F_HI = 4, F_NANP = 8, F_TRANS = 16, F_RZI = 32, F_APPROX = 64 };
+enum { F_FTZ = 1, F_WIDE = 2, F_HI = 4, F_NANP = 8, F_TRANS = 16, F_RZI = 32 };
 enum { K_REG, K_IMM, K_VEC, K_ADDR, K_LABEL };
 enum { SHFL_BFLY, SHFL_UP, SHFL_DOWN, SHFL_IDX };
 /* special registers: the first slots of every thread */
@@ -262,7 +262,7 @@ static int parse_operand(Parser *P, char *s, Opd *o, int ins, int opd) {
       if (reg_slot(P, a, &o->reg)) return -1;
     } else if (*a) {
       int pi = param_index(k, a);
-      if (pi >= 0) o->imm += (int64_t)k->params[pi].offset, o->n = 1; /* n = 1: a parameter's offset */
+      if (pi >= 0) o->imm += (int64_t)k->params[pi].offset;
       else if (!strcmp(a, P->shared_sym)) { /* the dynamic shared memory starts at 0 */
       } else if ((a[0] >= '0' && a[0] <= '9') || a[0] == '-') {
         int64_t v;
@@ -342,8 +342,7 @@ static int decode_opcode(Parser *P, const char *opc, Ins *in) {
     } else if (!strcmp(m, "NaN")) in->flags |= F_NANP;
     else if (!strcmp(m, "trans")) in->flags |= F_TRANS;
     else if (!strcmp(m, "rzi")) in->flags |= F_RZI;
-    else if (!strcmp(m, "approx")) in->flags |= F_APPROX;
-    else if (!strcmp(m, "rn") || !strcmp(m, "uni") || !strcmp(m, "sync") || !strcmp(m, "aligned") ||
+    else if (!strcmp(m, "approx") || !strcmp(m, "rn") || !strcmp(m, "uni") || !strcmp(m, "sync") || !strcmp(m, "aligned") ||
              !strcmp(m, "nc") || (!strcmp(m, "idx") && op == OP_BRX))
       ;
     else if (!strcmp(m, "global")) in->space = SP_GLOBAL;
@@ -466,8 +465,9 @@ static int parse_statement(Parser *P, char *s, char *text) {
     if (!strncmp(s, ".pragma", 7) || !strncmp(s, ".loc", 4) || !strncmp(s, ".file", 5)) return 0;
     return perr(P, "the emulator does not know the directive '%s'", s);
   }
+  int cap = P->capins;
   k->ins = grow(k->ins, &P->capins, k->nins + 1, sizeof *k->ins);
-  k->texts = realloc(k->texts, (size_t)P->capins * sizeof *k->texts);
+  if (P->capins != cap) k->texts = realloc(k->texts, (size_t)P->capins * sizeof *k->texts);
   Ins *in = &k->ins[k->nins];
   memset(in, 0, sizeof *in);
   in->guard = -1;
@@ -754,8 +754,9 @@ EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char 
     }
   }
   { /* falling off the end returns (and a label at the end has an instruction) */
+    int cap = P.capins;
     k->ins = grow(k->ins, &P.capins, k->nins + 1, sizeof *k->ins);
-    k->texts = realloc(k->texts, (size_t)P.capins * sizeof *k->texts);
+    if (P.capins != cap) k->texts = realloc(k->texts, (size_t)P.capins * sizeof *k->texts);
     memset(&k->ins[k->nins], 0, sizeof *k->ins);
     k->ins[k->nins].op = OP_RET;
     k->ins[k->nins].guard = -1;
@@ -778,7 +779,29 @@ int emu_kernel_nparams(const EmuKernel *k) { return k->nparams; }
 int emu_kernel_nins(const EmuKernel *k) { return k->nins; }
 int emu_kernel_ins_line(const EmuKernel *k, int i) { return i >= 0 && i < k->nins ? k->ins[i].line : 0; }
 const char *emu_kernel_ins_text(const EmuKernel *k, int i) { return i >= 0 && i < k->nins ? k->texts[i] : ""; }
-size_t emu_kernel_param_size(const EmuKernel *k, int i) { return i >= 0 && i < k->nparams ? k->params[i].size : 0; }
+
+char *emu_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *t = NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (t = malloc((size_t)n + 1)) != NULL && fread(t, 1, (size_t)n, f) != (size_t)n) {
+    free(t);
+    t = NULL;
+  }
+  fclose(f);
+  if (t) t[n] = 0, *len = (size_t)n;
+  return t;
+}
+
+void emu_ptx_module(const char *text, const char *pos, const char **start, size_t *n) {
+  static const char sep[] = "// ---- kernel ";
+  const char *s = pos;
+  while (s > text && strncmp(s, sep, sizeof sep - 1)) s--;
+  const char *e = strstr(pos, sep);
+  *start = s;
+  *n = e ? (size_t)(e - s) : strlen(s);
+}
 
 /* ---- numbers ---- */
 

@@ -1,8 +1,9 @@
 /* emu.h - a functional emulator of the PTX the compiler generates, so that
  * the GPU tests can run the generated kernels on a CPU (tests/emu/README.md).
  *
- * It runs one kernel entry of one PTX module: every block in turn, each
- * block's threads one at a time up to the next synchronisation point (a
+ * It runs one kernel entry of one PTX module: the blocks shared among
+ * worker threads, each block's threads one at a time up to the next
+ * synchronisation point (a
  * block barrier, or a warp-collective instruction, which runs for the whole
  * warp at once). Asynchronous copies land at the latest moment their wait
  * allows. Every global access is checked against the live allocations and
@@ -29,8 +30,14 @@ typedef struct {
 EmuKernel *emu_kernel_parse(const char *ptx, size_t len, const char *name, char *err, size_t errn);
 void emu_kernel_free(EmuKernel *k);
 int emu_kernel_nparams(const EmuKernel *k);
-/* bytes of parameter i (as cuLaunchKernel's kernelParams[i] points to) */
-size_t emu_kernel_param_size(const EmuKernel *k, int i);
+
+/* A whole file, NUL-terminated (len without the NUL); NULL if unreadable. */
+char *emu_read_file(const char *path, size_t *len);
+/* The module around pos in NUL-terminated PTX text, where modules follow
+ * one another as `cakec --emit=ptx` writes them (each after a
+ * "// ---- kernel NAME" line): *start and *n, from that line before pos
+ * (or the text's start) to the next (or the end). */
+void emu_ptx_module(const char *text, const char *pos, const char **start, size_t *n);
 
 /* what a launch executed, summed over its threads (an instruction whose
  * predicate is false counts too: a GPU issues it) */
