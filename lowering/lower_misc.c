@@ -119,35 +119,65 @@ MlirValue lk_shuffle_xor(LK *L, MlirValue x, int offset) {
   return mlb_res(mlb_op(b, "gpu.shuffle", 2, rt, 3, ops, 1, &na), 0);
 }
 
-/* A reduction along rows of contiguous elements: one warp per line, each
- * lane summing every 32nd element in order, then a fixed butterfly across
- * the lanes (the same order on every run). */
+/* A reduction along rows of contiguous elements: a warp takes G lines at a
+ * time (G a power of two up to 8 that divides its share of the lines, or 1),
+ * each lane summing every 32nd element of each line in order; then one fixed
+ * butterfly for all G lines at once: at offsets 16, 8, .. the lanes with the
+ * offset's bit set keep the upper half of their partial sums and send the
+ * lower half, the others the reverse, so that after log2 G steps each lane
+ * holds one line's partial sum (line bits = its lane bits 4, 3, ..), which
+ * the remaining offsets complete as a plain butterfly. G - 1 + 5 - log2 G
+ * shuffles for G lines instead of 5 G; the same order on every run. */
 static void warp_reduce(LK *L, const CirInst *in) {
   Mlb *b = &L->b;
   const CirInst *src = in->args[0];
   int R = rows_of(src->ty), C = cols_of(src->ty);
   int is_max = in->op == OP_AMAX;
+  int nw = L->nthreads / 32;
+  int G = 1;
+  while (G < 8 && R % (nw * G * 2) == 0) G *= 2;
+  int steps = 0;
+  while ((1 << steps) < G) steps++;
   MlirValue lane = mlb_bin(b, "arith.remui", L->tid, mlb_i32(b, 32));
   MlirValue warp = mlb_bin(b, "arith.divui", L->tid, mlb_i32(b, 32));
   MlbFor lines;
   MlirValue lines_hi = mlb_i32(b, R);
-  MlirValue lines_step = mlb_i32(b, L->nthreads / 32);
-  mlb_for_begin(b, &lines, warp, lines_hi, lines_step, 0, NULL);
-  MlirValue line = lines.iv;
-  MlirValue acc = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
-  for (int k = 0; k < C / 32; k++) {
-    MlirValue x = line_elem(L, src, 0, line, mlb_add(b, lane, mlb_i32(b, 32 * k)));
-    acc = is_max ? mlb_bin(b, "arith.maximumf", acc, x) : mlb_bin(b, "arith.addf", acc, x);
+  MlirValue lines_step = mlb_i32(b, nw * G);
+  mlb_for_begin(b, &lines, mlb_mul_c(b, warp, G), lines_hi, lines_step, 0, NULL);
+  MlirValue line0 = lines.iv;
+  MlirValue v[8];
+  for (int g = 0; g < G; g++) {
+    MlirValue line = g ? mlb_add_c(b, line0, g) : line0;
+    MlirValue acc = mlb_f32(b, is_max ? -__builtin_inf() : 0.0);
+    for (int k = 0; k < C / 32; k++) {
+      MlirValue x = line_elem(L, src, 0, line, mlb_add(b, lane, mlb_i32(b, 32 * k)));
+      acc = is_max ? mlb_bin(b, "arith.maximumf", acc, x) : mlb_bin(b, "arith.addf", acc, x);
+    }
+    v[g] = acc;
   }
-  for (int off = 16; off >= 1; off /= 2) {
-    MlirValue y = lk_shuffle_xor(L, acc, off);
-    acc = is_max ? mlb_bin(b, "arith.maximumf", acc, y) : mlb_bin(b, "arith.addf", acc, y);
+  MlirValue zero = mlb_i32(b, 0), row = line0;
+  int n = G, off = 16;
+  for (; n > 1; n /= 2, off /= 2) {
+    MlirValue upper = mlb_cmpi(b, "ne", mlb_bin_c(b, "arith.andi", lane, off), zero);
+    for (int i = 0; i < n / 2; i++) {
+      MlirValue send = mlb_select(b, upper, v[i], v[i + n / 2]);
+      MlirValue keep = mlb_select(b, upper, v[i + n / 2], v[i]);
+      MlirValue y = lk_shuffle_xor(L, send, off);
+      v[i] = is_max ? mlb_bin(b, "arith.maximumf", keep, y) : mlb_bin(b, "arith.addf", keep, y);
+    }
+    row = mlb_add(b, row, mlb_select(b, upper, mlb_i32(b, n / 2), zero));
   }
+  for (; off >= 1; off /= 2) {
+    MlirValue y = lk_shuffle_xor(L, v[0], off);
+    v[0] = is_max ? mlb_bin(b, "arith.maximumf", v[0], y) : mlb_bin(b, "arith.addf", v[0], y);
+  }
+  /* the first lane of each group of lanes that share a line writes it */
   MlbIf first;
-  mlb_if_begin(b, &first, mlb_cmpi(b, "eq", lane, mlb_i32(b, 0)), 0, NULL);
+  int low = (32 >> steps) - 1;
+  mlb_if_begin(b, &first, mlb_cmpi(b, "eq", mlb_bin_c(b, "arith.andi", lane, low), zero), 0, NULL);
   MlirValue r = mlb_i32(b, 0);
-  MlirValue c = in->ty.rank == 0 ? mlb_i32(b, 0) : line;
-  put(L, in, r, c, acc);
+  MlirValue c = in->ty.rank == 0 ? mlb_i32(b, 0) : row;
+  put(L, in, r, c, v[0]);
   mlb_if_else(b, &first, 0, NULL);
   mlb_if_end(b, &first, 0, NULL);
   mlb_for_end(b, &lines, 0, NULL);
@@ -162,9 +192,11 @@ void lower_reduce(LK *L, const CirInst *in) {
 void lower_scan(LK *L, const CirInst *in) { line_loop(L, in, 1); }
 
 /* T = (I + tril(A, -1))^-1 for n a multiple of 16, blocked:
- * 1. the zeros above the diagonal blocks and, in the same phase, each 16x16
- *    diagonal block by forward substitution, one thread per column (a thread
- *    reads only A and the column it writes);
+ * 1. the zeros above the diagonal blocks, A below them (in T's own home:
+ *    the merges read A there, a plain shared tile however A is computed, and
+ *    each level overwrites only the A block it has read) and, in the same
+ *    phase, each 16x16 diagonal block by forward substitution, one thread
+ *    per column (a thread reads only A and the column it writes);
  * 2. merges by doubling: at level s = 16, 32, ... the s-blocks pair up,
  *    lo = [2 p s, (2 p + 1) s) and hi = [(2 p + 1) s, (2 p + 2) s) (the last
  *    hi cut at n), and with T[lo, lo] and T[hi, hi] known
@@ -194,7 +226,6 @@ void solve_x_shape(int n, int *rows, int *cols) {
  * (phase 0: m < c; phase 1: m >= r) are skipped. */
 typedef struct MergeTurn {
   int phase;
-  const View *A;
   MlirValue Tb, Xb;
   int tstride, xstride;
   MlirValue lo0, hi0, xrow0, row, c, r;
@@ -205,8 +236,7 @@ static MlirValue merge_turn(LK *L, const MergeTurn *t, MlirValue m0, MlirValue a
   MlirValue ms[8], u2[8];
   /* the row's 8 terms in one read (32-byte aligned: lo0, hi0 and the
    * turn's first term are multiples of 8), the column's one by one */
-  Vals u1 = t->phase == 0 ? view_vals(L, t->A, t->row, mlb_add(b, t->lo0, m0), 8)
-                          : smem_load_vals(L, t->Tb, DT_F32, t->tstride, t->row, mlb_add(b, t->hi0, m0), 8);
+  Vals u1 = smem_load_vals(L, t->Tb, DT_F32, t->tstride, t->row, mlb_add(b, t->phase == 0 ? t->lo0 : t->hi0, m0), 8);
   for (int u = 0; u < 8; u++) {
     ms[u] = u ? mlb_add(b, m0, mlb_i32(b, u)) : m0;
     if (t->phase == 0) { /* T[lo0 + m, lo0 + c] */
@@ -248,19 +278,27 @@ void lower_solve(LK *L, const CirInst *in) {
     v_.v[0] = (x);                                               \
     smem_store_vals(L, (base), DT_F32, (stride), (r), (c), v_);  \
   } while (0)
-  /* zeros above the diagonal blocks */
+  /* zeros above the diagonal blocks and A below them, 4 columns at a time
+   * (n is a multiple of 16: a group of 4 never straddles two blocks) */
   {
     MlbFor el;
-    MlirValue el_hi = mlb_i32(b, n * n);
+    int groups = n / 4;
+    MlirValue el_hi = mlb_i32(b, n * groups);
     MlirValue el_step = mlb_i32(b, L->nthreads);
     mlb_for_begin(b, &el, L->tid, el_hi, el_step, 0, NULL);
-    MlirValue r = mlb_bin(b, "arith.divui", el.iv, mlb_i32(b, n)), c = mlb_bin(b, "arith.remui", el.iv, mlb_i32(b, n));
-    MlbIf up;
+    MlirValue r = mlb_bin_c(b, "arith.divui", el.iv, groups);
+    MlirValue c = mlb_mul_c(b, mlb_bin_c(b, "arith.remui", el.iv, groups), 4);
+    MlbIf up, below;
     MlirValue cb = mlb_bin(b, "arith.divui", c, c16);
     MlirValue rb = mlb_bin(b, "arith.divui", r, c16);
     mlb_if_begin(b, &up, mlb_cmpi(b, "ugt", cb, rb), 0, NULL);
-    PUT(Tb, h->stride, r, c, zero);
+    Vals zeros = {.n = 4, .v = {zero, zero, zero, zero}};
+    smem_store_vals(L, Tb, DT_F32, h->stride, r, c, zeros);
     mlb_if_else(b, &up, 0, NULL);
+    mlb_if_begin(b, &below, mlb_cmpi(b, "ult", cb, rb), 0, NULL);
+    smem_store_vals(L, Tb, DT_F32, h->stride, r, c, view_vals(L, &A, r, c, 4));
+    mlb_if_else(b, &below, 0, NULL);
+    mlb_if_end(b, &below, 0, NULL);
     mlb_if_end(b, &up, 0, NULL);
     mlb_for_end(b, &el, 0, NULL);
   }
@@ -332,7 +370,7 @@ void lower_solve(LK *L, const CirInst *in) {
       MlirValue row = mlb_add(b, hi0, r); /* absolute row of T */
       MlirValue xrow = mlb_add(b, mlb_mul_c(b, p, s), r);
       MlirValue dot_lo, dot_hi, init;
-      if (phase == 0) { /* X[r, c] = sum_{c <= m < s} A[row, lo0 + m] T[lo0 + m, lo0 + c] */
+      if (phase == 0) { /* X[r, c] = sum_{c <= m < s} A[row, lo0 + m] T[lo0 + m, lo0 + c] (A from T's home) */
         dot_lo = mlb_mul_c(b, cg, 8);
         dot_hi = mlb_i32(b, s);
         init = zero;
@@ -345,7 +383,7 @@ void lower_solve(LK *L, const CirInst *in) {
        * holds terms outside the triangle, to be skipped: the first (phase
        * 0: m >= c, and c is in the turn at cg 8) or the last (phase 1: m <
        * r, and r's group of 4 rows ends in it); the others keep all 8 */
-      MergeTurn mt = {phase, &A, Tb, Xb, h->stride, xs, lo0, hi0, mlb_mul_c(b, p, s), row, c, r};
+      MergeTurn mt = {phase, Tb, Xb, h->stride, xs, lo0, hi0, mlb_mul_c(b, p, s), row, c, r};
       MlirValue res;
       MlbFor dot;
       MlirValue dot_step = mlb_i32(b, 8);
