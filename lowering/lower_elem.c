@@ -382,9 +382,10 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
     case OP_EXP2: return approx(L, "llvm.nvvm.ex2.approx.ftz.f32", x);
     case OP_LOG: return f_log(L, x);
     case OP_SIGMOID: {
+      /* 1 / (1 + e) by the fast reciprocal (1 + e is in [1, inf]: no
+       * subnormal operand; rcp(inf) = 0, NaN stays NaN) */
       MlirValue e = lk_exp(L, mlb_cast(b, "arith.negf", x, b->f32));
-      MlirValue one = mlb_f32(b, 1.0);
-      return mlb_bin(b, "arith.divf", one, mlb_bin(b, "arith.addf", one, e));
+      return approx(L, "llvm.nvvm.rcp.approx.ftz.f", mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e));
     }
     case OP_SOFTPLUS: {
       /* max(x, 0) + log1p(e), e = exp(-|x|) in (0, 1] (dsl/README.md), as
@@ -394,7 +395,10 @@ static MlirValue unary(LK *L, CirOp op, DType dt, MlirValue x) {
       MlirValue e = lk_exp(L, mlb_cast(b, "arith.negf", mlb_intrinsic(b, "llvm.fabs.f32", b->f32, 1, &x), b->f32));
       MlirValue u = mlb_bin(b, "arith.addf", mlb_f32(b, 1.0), e);
       MlirValue lu = f_log(L, u);
-      MlirValue l = mlb_bin(b, "arith.mulf", lu, mlb_bin(b, "arith.divf", e, mlb_binf_c(b, "arith.subf", u, 1.0)));
+      /* u - 1 is exact and, where used (u > 1), at least 2^-23: the fast
+       * reciprocal sees no subnormal */
+      MlirValue r = approx(L, "llvm.nvvm.rcp.approx.ftz.f", mlb_binf_c(b, "arith.subf", u, 1.0));
+      MlirValue l = mlb_bin(b, "arith.mulf", lu, mlb_bin(b, "arith.mulf", e, r));
       l = mlb_select(b, mlb_cmpf(b, "oeq", u, mlb_f32(b, 1.0)), e, l);
       return mlb_bin(b, "arith.addf", mlb_binf_c(b, "arith.maximumf", x, 0.0), l);
     }

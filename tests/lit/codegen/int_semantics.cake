@@ -2,6 +2,7 @@
 // (dsl/README.md): i32 x / 0 = 0, x % 0 = x, INT32_MIN / -1 = INT32_MIN
 // (the divisor is replaced by 1 where divsi / remsi would be undefined);
 // float -> i32 truncates and saturates (NaN -> 0); softplus has no cut-off.
+// sigmoid's and softplus's divisions are the fast reciprocal's (no div.rn).
 // The ops come in source order whichever C compiler built cakec
 // (lowering/mlb.h: one builder call per argument list).
 // RUN: %cakec %s --emit=mlir --arch=sm_90a | FileCheck %s
@@ -12,7 +13,7 @@ sequence T, chunk 16
 in a, b : i32[T, 16]
 in x : f32[T, 16]
 out q, r, n : i32[T, 16]
-out s : f32[T, 16]
+out s, sg : f32[T, 16]
 kernel k over (c in chunks) {
   p = load a[c, :]
   d = load b[c, :]
@@ -20,6 +21,7 @@ kernel k over (c in chunks) {
   store r[c, :] = p % d
   store n[c, :] = load x[c, :] as i32
   store s[c, :] = softplus(load x[c, :])
+  store sg[c, :] = sigmoid(load x[c, :])
 }
 entry fwd = k
 // CHECK: %[[Z:[0-9]+]] = arith.cmpi eq, %[[Y:[0-9]+]], %{{.*}} : i32 loc(#loc5)
@@ -38,8 +40,16 @@ entry fwd = k
 // CHECK: llvm.call_intrinsic "llvm.fabs.f32"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK: %[[U:[0-9]+]] = arith.addf %cst{{.*}}, %{{[0-9]+}} fastmath<contract> : f32
+// CHECK: %[[U1:[0-9]+]] = arith.subf %[[U]], %cst{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[U1]])
 // CHECK: arith.cmpf oeq, %[[U]], %cst{{.*}} : f32
 // CHECK: arith.maximumf
+// sigmoid (the kernel's sixth line)
+// CHECK: %[[D:[0-9]+]] = arith.addf %cst{{.*}}, %{{[0-9]+}} fastmath<contract> : f32 loc(#loc9)
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[D]])
+// CHECK-NOT: arith.divf
 // PTX: div.s32
 // PTX: rem.s32
 // PTX: cvt.rzi.s32.f32
+// PTX-NOT: div.rn.f32
+// PTX: rcp.approx.ftz.f32
