@@ -14,11 +14,12 @@ kernel k over (h in H) {
 }
 entry fwd = k
 // CHECK-LABEL: .entry k_
-// the diagonal blocks, then the first merge's X = A[hi, lo] T[lo, lo]
+// the diagonal blocks (and A's blocks below them into T's home), then the
+// first merge's X = A[hi, lo] T[lo, lo]
 // CHECK: bar.sync
 // CHECK: bar.sync
-// CHECK: ld.shared.v4.b32 {{.*}}[%r[[P:[0-9]+]]+[[#X:]]];
-// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%r[[P]]+[[#X+16]]];
+// CHECK: ld.shared.v4.b32 {{.*}}[%r[[P:[0-9]+]]];
+// CHECK-NEXT: ld.shared.v4.b32 {{.*}}[%r[[P]]+16];
 // CHECK-COUNT-8: ld.shared.b32
 // CHECK-NOT: ld.shared
 // CHECK: bra
