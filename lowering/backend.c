@@ -558,14 +558,17 @@ int backend_compile(Backend *be, Arena *arena, Diag *diag, const CirProgram *p, 
     LLVMContextDispose(lctx);
     goto fail;
   }
-  /* one translation, optimised and emitted for each PTX target (the last
-   * takes the module itself, the others a copy) */
+  /* one translation, optimised and emitted for each PTX target, each from
+   * its own copy: a copy's use lists are not in the original's order, and
+   * LLVM's choices (induction variables, register numbers) can follow that
+   * order, so a target's code must not depend on whether it took the
+   * original (how many PTX targets the run compiles) */
   int ok = 1;
   for (int i = 0; i < n && ok; i++) {
     out[i].shared_bytes = shared;
-    LLVMModuleRef m = i + 1 < n ? LLVMCloneModule(lm) : lm;
+    LLVMModuleRef m = LLVMCloneModule(lm);
     out[i].ptx = emit_ptx(diag, m, out[i].ptx_target, stop == EMIT_LLVM ? &out[i].llvm : NULL);
-    if (m != lm) LLVMDisposeModule(m);
+    LLVMDisposeModule(m);
     double t2 = cpu_seconds();
     out[i].seconds[1] = t2 - t1;
     t1 = t2;
